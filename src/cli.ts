@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// sluice start|check -c FILE [-d DIR] [-l LEVEL]
+
+import { resolve } from "node:path";
+import { App, checkConfig } from "./app/app.js";
+import { VERSION } from "./app/version.js";
+import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
+import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
+import { createCatalog } from "./registry/catalog.js";
+import { PluginInitError } from "./registry/runtime.js";
+
+const HELP = `sluice ${VERSION} — a DNS policy engine
+
+Usage:
+  sluice start [-c FILE] [-d DIR] [-l LEVEL]   run the DNS service in the foreground
+  sluice check [-c FILE] [-d DIR]              validate a configuration and exit
+  sluice --help | --version
+
+Options:
+  -c, --config FILE        configuration file (default: sluice.yaml)
+  -d, --working-dir DIR    directory that relative paths resolve against (default: current)
+  -l, --log-level LEVEL    override log.level: ${LOG_LEVELS.join(", ")}
+
+check exits 0 when the configuration is valid, 1 with every problem listed otherwise.
+SIGINT and SIGTERM stop the service gracefully.
+`;
+
+interface Options {
+  command: "start" | "check";
+  config: string;
+  dir: string;
+  level?: LogLevel;
+}
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): Options | "help" | "version" {
+  if (argv.includes("--help") || argv.includes("-h") || argv.length === 0) return "help";
+  if (argv.includes("--version") || argv.includes("-V")) return "version";
+  const [command, ...rest] = argv;
+  if (command !== "start" && command !== "check") throw new UsageError(`unknown command '${command}'`);
+  const opts: Options = { command, config: "sluice.yaml", dir: process.cwd() };
+  for (let i = 0; i < rest.length; i++) {
+    const flag = rest[i];
+    const value = rest[i + 1];
+    const need = (): string => {
+      if (value === undefined || value.startsWith("-")) throw new UsageError(`${flag} needs a value`);
+      i++;
+      return value;
+    };
+    if (flag === "-c" || flag === "--config") opts.config = need();
+    else if (flag === "-d" || flag === "--working-dir") opts.dir = resolve(need());
+    else if ((flag === "-l" || flag === "--log-level") && command === "start") {
+      const level = need().toLowerCase();
+      if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`log level must be one of ${LOG_LEVELS.join(", ")}`);
+      opts.level = level as LogLevel;
+    } else throw new UsageError(`unknown option '${flag}'`);
+  }
+  return opts;
+}
+
+function report(err: unknown): void {
+  if (err instanceof ConfigError || err instanceof PluginInitError) {
+    const diags = err instanceof ConfigError ? err.diagnostics : err.diagnostics;
+    if (diags.length === 0) process.stderr.write(`error: ${err.message}\n`);
+    for (const d of diags) process.stderr.write(formatDiagnostic(d) + "\n");
+  } else {
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  let opts: ReturnType<typeof parseArgs>;
+  try {
+    opts = parseArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`error: ${err.message}\n\n${HELP}`);
+    return 2;
+  }
+  if (opts === "help") {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (opts === "version") {
+    process.stdout.write(`sluice ${VERSION}\n`);
+    return 0;
+  }
+  const configPath = resolve(opts.dir, opts.config);
+  if (opts.command === "check") {
+    try {
+      const { analysis } = checkConfig(configPath, createCatalog());
+      process.stdout.write(`configuration is valid: ${configPath} (${analysis.plugins.length} plugins)\n`);
+      return 0;
+    } catch (err) {
+      report(err);
+      return 1;
+    }
+  }
+  process.chdir(opts.dir);
+  let app: App;
+  try {
+    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level });
+  } catch (err) {
+    report(err);
+    return 1;
+  }
+  return new Promise<number>((done) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        process.stderr.write(`${signal} again: exiting now\n`);
+        process.exit(130);
+      }
+      stopping = true;
+      app.stop().then(
+        () => done(0),
+        (err: unknown) => {
+          report(err);
+          done(1);
+        },
+      );
+    };
+    process.on("SIGINT", () => stop("SIGINT"));
+    process.on("SIGTERM", () => stop("SIGTERM"));
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    report(err);
+    process.exit(1);
+  },
+);

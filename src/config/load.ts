@@ -1,0 +1,164 @@
+// Reads a configuration: YAML parse with positions, ${VAR} expansion, the top-level schema and
+// `include` (recursive, relative to the declaring file, plugins only). Plugin args are checked
+// later by the registry (registry/analyze.ts), which reports into the same diagnostics.
+
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
+import { validateSchema } from "./ajv.js";
+import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
+import { expandDocument } from "./expand.js";
+import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
+
+export const MAX_INCLUDE_DEPTH = 8;
+
+export interface PluginConfig {
+  tag: string;
+  type: string;
+  /** Raw args as written (after ${VAR} expansion); undefined when omitted. */
+  args: unknown;
+  source: SourceFile;
+  /** Path of this entry inside its file: ["plugins", i]. */
+  path: (string | number)[];
+}
+
+export interface SluiceConfig {
+  /** Main file, or null for text from a request body. */
+  path: string | null;
+  log: LogConfig;
+  api: ApiConfig | null;
+  plugins: PluginConfig[];
+  /** Every file read, main first. */
+  files: string[];
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+}
+
+interface ParsedFile {
+  source: SourceFile;
+  raw: RawConfig;
+}
+
+function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, problems: Diagnostic[]): ParsedFile | null {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const source = new SourceFile(file, doc, lines);
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors) problems.push(source.offset(e.pos[0], `YAML syntax error: ${e.message.split("\n")[0]}`));
+    return null;
+  }
+  const expansion = expandDocument(doc, env, source);
+  if (expansion.length > 0) {
+    problems.push(...expansion);
+    return null;
+  }
+  if (doc.contents !== null && !isMap(doc.contents) && !(isScalar(doc.contents) && doc.contents.value === null)) {
+    problems.push(source.at(doc.contents, "configuration must be a mapping with keys such as plugins, api, log"));
+    return null;
+  }
+  const tree = (doc.toJS() ?? {}) as { log?: { level?: unknown }; api?: { http?: unknown } };
+  // Short forms: `api.http: "127.0.0.1:9080"` and log levels in any case.
+  if (tree.api && typeof tree.api === "object" && typeof tree.api.http === "string") tree.api.http = { listen: tree.api.http };
+  if (tree.log && typeof tree.log === "object" && typeof tree.log.level === "string") tree.log.level = tree.log.level.toLowerCase();
+  const raw = tree as RawConfig;
+  const schemaProblems = validateSchema(configSchema, raw);
+  for (const p of schemaProblems) problems.push(source.locate(p.path, p.message, p.key));
+  return schemaProblems.length > 0 ? null : { source, raw };
+}
+
+function readText(path: string): string {
+  const text = readFileSync(path, "utf8");
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+function collectPlugins(
+  parsed: ParsedFile,
+  file: string,
+  depth: number,
+  chain: string[],
+  env: NodeJS.ProcessEnv,
+  problems: Diagnostic[],
+  out: PluginConfig[],
+  files: string[],
+): void {
+  const includes = parsed.raw.include ?? [];
+  includes.forEach((inc, i) => {
+    const target = isAbsolute(inc) ? inc : resolve(dirname(file), inc);
+    const at = (msg: string): Diagnostic => parsed.source.locate(["include", i], msg);
+    if (chain.includes(target)) {
+      problems.push(at(`include cycle: ${[...chain, target].join(" -> ")}`));
+      return;
+    }
+    if (depth + 1 > MAX_INCLUDE_DEPTH) {
+      problems.push(at(`maximum include depth of ${MAX_INCLUDE_DEPTH} exceeded while loading ${target}`));
+      return;
+    }
+    let text: string;
+    try {
+      text = readText(target);
+    } catch (err) {
+      problems.push(at(`cannot read included config ${target}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`));
+      return;
+    }
+    files.push(target);
+    const child = parseText(text, target, env, problems);
+    if (child) collectPlugins(child, target, depth + 1, [...chain, target], env, problems, out, files);
+  });
+  (parsed.raw.plugins ?? []).forEach((p, i) => {
+    out.push({ tag: p.tag, type: p.type, args: p.args, source: parsed.source, path: ["plugins", i] });
+  });
+}
+
+function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig[], files: string[]): SluiceConfig {
+  return {
+    path,
+    log: parsed.raw.log ?? { level: "info" },
+    api: parsed.raw.api?.http ?? null,
+    plugins,
+    files,
+  };
+}
+
+/** Loads a configuration file and everything it includes. Throws ConfigError listing every problem. */
+export function loadConfigFile(path: string, options: LoadOptions = {}): SluiceConfig {
+  const env = options.env ?? process.env;
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = readText(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new ConfigError([{ file, line: 1, column: 1, endLine: 1, endColumn: 2, message: `cannot read configuration file: ${code}` }]);
+  }
+  const problems: Diagnostic[] = [];
+  const parsed = parseText(text, file, env, problems);
+  if (!parsed) throw new ConfigError(problems);
+  const plugins: PluginConfig[] = [];
+  const files = [file];
+  collectPlugins(parsed, file, 0, [file], env, problems, plugins, files);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return assemble(parsed, file, plugins, files);
+}
+
+/**
+ * Loads configuration text that did not come from a file (API validation). `include` is refused
+ * because there is no file to resolve it against.
+ */
+export function loadConfigText(text: string, options: LoadOptions = {}): SluiceConfig {
+  const problems: Diagnostic[] = [];
+  const parsed = parseText(text, null, options.env ?? process.env, problems);
+  if (!parsed) throw new ConfigError(problems);
+  if ((parsed.raw.include ?? []).length > 0) {
+    throw new ConfigError([parsed.source.locate(["include"], "include is only supported when validating a configuration file", true)]);
+  }
+  const plugins = (parsed.raw.plugins ?? []).map((p, i): PluginConfig => ({
+    tag: p.tag,
+    type: p.type,
+    args: p.args,
+    source: parsed.source,
+    path: ["plugins", i],
+  }));
+  return assemble(parsed, null, plugins, []);
+}

@@ -1,0 +1,99 @@
+// The shape of a Sluice configuration file (everything but each plugin's args, which its own
+// definition describes).
+
+export const LOG_LEVELS = ["off", "trace", "debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface LogConfig {
+  level: LogLevel;
+  file?: string;
+}
+
+export interface ApiConfig {
+  listen: string;
+  ssl?: { cert?: string; key?: string; client_ca?: string; require_client_cert?: boolean };
+  auth?: { type: "basic"; username: string; password: string };
+  cors?: { allowed_origins?: string[] };
+  webui?: { root: string; index: string };
+}
+
+export interface RawPlugin {
+  tag: string;
+  type: string;
+  args?: unknown;
+}
+
+export interface RawConfig {
+  log?: LogConfig;
+  api?: { http?: ApiConfig };
+  include?: string[];
+  runtime?: { worker_threads?: number };
+  plugins?: RawPlugin[];
+}
+
+const nonEmpty = { type: "string", minLength: 1 } as const;
+
+export const apiHttpSchema = {
+  type: "object",
+  additionalProperties: false,
+  required: ["listen"],
+  properties: {
+    listen: nonEmpty,
+    ssl: {
+      type: "object",
+      additionalProperties: false,
+      properties: { cert: nonEmpty, key: nonEmpty, client_ca: nonEmpty, require_client_cert: { type: "boolean", default: false } },
+    },
+    auth: {
+      type: "object",
+      additionalProperties: false,
+      required: ["username", "password"],
+      properties: { type: { type: "string", enum: ["basic"], default: "basic" }, username: nonEmpty, password: nonEmpty },
+    },
+    cors: {
+      type: "object",
+      additionalProperties: false,
+      properties: { allowed_origins: { type: "array", items: nonEmpty } },
+    },
+    webui: {
+      type: "object",
+      additionalProperties: false,
+      required: ["root"],
+      properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },
+    },
+  },
+} as const;
+
+export const configSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    log: {
+      type: "object",
+      additionalProperties: false,
+      properties: { level: { type: "string", enum: LOG_LEVELS, default: "info" }, file: nonEmpty },
+      default: {},
+    },
+    api: {
+      type: "object",
+      additionalProperties: false,
+      properties: { http: apiHttpSchema },
+    },
+    include: { type: "array", items: nonEmpty, default: [] },
+    runtime: {
+      type: "object",
+      additionalProperties: false,
+      properties: { worker_threads: { type: "integer", minimum: 1 } },
+    },
+    plugins: {
+      type: "array",
+      default: [],
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["tag", "type"],
+        properties: { tag: nonEmpty, type: nonEmpty, args: {} },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,95 @@
+// The state of one query as it moves through a pipeline.
+
+import type { Message } from "../dns/message.js";
+import { normalizeName } from "../dns/name.js";
+import type { DnsResponse } from "../dns/response.js";
+
+export type Protocol = "udp" | "tcp" | "internal";
+
+/** One execution-path event (collected only when a consumer such as the query recorder asks). */
+export interface PathEvent {
+  sequenceTag: string;
+  nodeIndex: number | null;
+  kind: "matcher" | "executor" | "builtin";
+  tag: string;
+  outcome: "matched" | "not_matched" | "entered" | "next" | "stop" | "return" | "error";
+}
+
+export class DnsContext {
+  /** The request. Plugins that change it call `queryChanged()` so the cached wire form is dropped. */
+  query: Message;
+  /** Wire form of `query` as received, reused when forwarding an unchanged query. */
+  queryWire: Buffer | null;
+  response: DnsResponse | null = null;
+  readonly clientIp: string;
+  readonly clientPort: number;
+  readonly protocol: Protocol;
+  /** Lower-case first question name without trailing dot ("" when there is no question). */
+  qname: string;
+  /** u32 marks set by `mark`; null until the first mark. */
+  marks: Set<number> | null = null;
+  /** Typed attributes set by background triggers (cron) and read by templates. */
+  attrs: Map<string, string | number> | null = null;
+  /** Execution path; null unless recording was enabled for this query. */
+  path: PathEvent[] | null = null;
+  /** Arrival time, ms on the monotonic clock. */
+  readonly startedAt: number;
+
+  constructor(query: Message, queryWire: Buffer | null, clientIp: string, clientPort: number, protocol: Protocol) {
+    this.query = query;
+    this.queryWire = queryWire;
+    this.clientIp = clientIp;
+    this.clientPort = clientPort;
+    this.protocol = protocol;
+    this.qname = query.questions.length > 0 ? normalizeName(query.questions[0].name) : "";
+    this.startedAt = performance.now();
+  }
+
+  queryChanged(): void {
+    this.queryWire = null;
+    this.qname = this.query.questions.length > 0 ? normalizeName(this.query.questions[0].name) : "";
+  }
+
+  get qtype(): number {
+    return this.query.questions.length > 0 ? this.query.questions[0].type : 0;
+  }
+
+  get qclass(): number {
+    return this.query.questions.length > 0 ? this.query.questions[0].class : 0;
+  }
+
+  addMark(mark: number): void {
+    (this.marks ??= new Set()).add(mark);
+  }
+
+  hasMark(mark: number): boolean {
+    return this.marks !== null && this.marks.has(mark);
+  }
+
+  /** An independent copy for a branch that may run concurrently (fallback, refresh, probes). */
+  copy(): DnsContext {
+    const q = this.query;
+    const query: Message = {
+      id: q.id,
+      flags: q.flags,
+      questions: q.questions.map((x) => ({ ...x })),
+      answers: q.answers.slice(),
+      authorities: q.authorities.slice(),
+      additionals: q.additionals.slice(),
+      edns: q.edns ? { ...q.edns, options: q.edns.options.slice() } : null,
+    };
+    const c = new DnsContext(query, this.queryWire, this.clientIp, this.clientPort, this.protocol);
+    c.response = this.response ? this.response.clone() : null;
+    c.marks = this.marks ? new Set(this.marks) : null;
+    c.attrs = this.attrs ? new Map(this.attrs) : null;
+    c.path = this.path ? [] : null;
+    return c;
+  }
+
+  /** Takes over what a finished branch produced. */
+  adopt(branch: DnsContext): void {
+    this.response = branch.response;
+    this.marks = branch.marks;
+    if (this.path && branch.path) for (const e of branch.path) this.path.push(e);
+  }
+}

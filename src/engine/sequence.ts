@@ -1,0 +1,148 @@
+// A sequence compiled into closures. Rules run in order; matchers are ANDed left to right and stop
+// at the first miss; executors return Next/Stop/Return. The loop stays synchronous until an
+// executor returns a promise, so queries answered locally never touch the microtask queue.
+
+import { replyTo } from "../dns/message.js";
+import { DnsResponse } from "../dns/response.js";
+import type { DnsContext, PathEvent } from "./context.js";
+import type { ExecExpr } from "./expr.js";
+import { isPromise, Step, type Continuation, type Executor, type Matcher, type StepResult } from "./types.js";
+
+export interface CompiledMatcher {
+  tag: string;
+  /** Includes the reference's own negation. */
+  match: (ctx: DnsContext) => boolean;
+}
+
+export type RuleAction = (ctx: DnsContext, next: Continuation) => StepResult;
+
+export interface CompiledRule {
+  matchers: CompiledMatcher[];
+  action: RuleAction;
+  /** Continuation executors run the rest of the sequence themselves; their result is final. */
+  continuation: boolean;
+  /** Path event identity: executor tag or builtin name. */
+  kind: "executor" | "builtin";
+  tag: string;
+}
+
+const OUTCOME: Record<Step, PathEvent["outcome"]> = { [Step.Next]: "next", [Step.Stop]: "stop", [Step.Return]: "return" };
+
+/** Turns a parsed builtin (or a resolved executor) into a rule action. */
+export function builtinAction(e: ExecExpr, target: Executor | null): RuleAction {
+  if ("ref" in e || "quick" in e) throw new Error("not a builtin");
+  switch (e.builtin) {
+    case "accept":
+      return () => Step.Stop;
+    case "return":
+      return () => Step.Return;
+    case "reject": {
+      const rcode = e.rcode;
+      return (ctx) => {
+        ctx.response = DnsResponse.fromMessage(replyTo(ctx.query, rcode));
+        return Step.Stop;
+      };
+    }
+    case "mark": {
+      const marks = e.marks;
+      return (ctx) => {
+        for (const m of marks) ctx.addMark(m);
+        return Step.Next;
+      };
+    }
+    case "jump": {
+      const seq = target as Executor;
+      // Only Stop ends the caller; Next and Return both resume it.
+      const resume = (s: Step): Step => (s === Step.Stop ? Step.Stop : Step.Next);
+      return (ctx) => {
+        const r = seq.execute(ctx, null);
+        return isPromise(r) ? r.then(resume) : resume(r);
+      };
+    }
+    case "goto": {
+      const seq = target as Executor;
+      return (ctx) => seq.execute(ctx, null);
+    }
+  }
+}
+
+export function executorAction(ex: Executor): RuleAction {
+  return (ctx, next) => ex.execute(ctx, next);
+}
+
+export class CompiledSequence implements Executor {
+  private readonly conts: Continuation[];
+
+  constructor(
+    readonly tag: string,
+    private readonly rules: CompiledRule[],
+  ) {
+    // One continuation per rule, made once: "the rules after rule i".
+    this.conts = rules.map((_, i) => (ctx: DnsContext) => this.runFrom(ctx, i + 1));
+  }
+
+  execute(ctx: DnsContext): StepResult {
+    return this.runFrom(ctx, 0);
+  }
+
+  runFrom(ctx: DnsContext, start: number): StepResult {
+    const rules = this.rules;
+    for (let i = start; i < rules.length; i++) {
+      const rule = rules[i];
+      if (rule.matchers.length > 0 && !this.matches(rule, ctx, i)) continue;
+      const res = ctx.path === null ? rule.action(ctx, this.conts[i]) : this.recorded(rule, ctx, i);
+      if (rule.continuation) return res;
+      if (isPromise(res)) {
+        const after = i + 1;
+        return res.then((s) => (s === Step.Next ? this.runFrom(ctx, after) : s));
+      }
+      if (res !== Step.Next) return res;
+    }
+    return Step.Next;
+  }
+
+  private matches(rule: CompiledRule, ctx: DnsContext, index: number): boolean {
+    const ms = rule.matchers;
+    for (let j = 0; j < ms.length; j++) {
+      const ok = ms[j].match(ctx);
+      if (ctx.path !== null) ctx.path.push({ sequenceTag: this.tag, nodeIndex: index, kind: "matcher", tag: ms[j].tag, outcome: ok ? "matched" : "not_matched" });
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  /** Runs a rule while writing its execution-path events. */
+  private recorded(rule: CompiledRule, ctx: DnsContext, index: number): StepResult {
+    const path = ctx.path as PathEvent[];
+    const event = (outcome: PathEvent["outcome"]): void => {
+      path.push({ sequenceTag: this.tag, nodeIndex: index, kind: rule.kind, tag: rule.tag, outcome });
+    };
+    if (rule.kind === "executor") event("entered");
+    let res: StepResult;
+    try {
+      res = rule.action(ctx, this.conts[index]);
+    } catch (err) {
+      event("error");
+      throw err;
+    }
+    if (!isPromise(res)) {
+      event(OUTCOME[res]);
+      return res;
+    }
+    return res.then(
+      (s) => {
+        event(OUTCOME[s]);
+        return s;
+      },
+      (err: unknown) => {
+        event("error");
+        throw err;
+      },
+    );
+  }
+}
+
+/** Wraps a matcher (already carrying mode and negation) with the tag it reports under. */
+export function compiledMatcher(tag: string, m: Matcher): CompiledMatcher {
+  return { tag, match: m.match.bind(m) };
+}

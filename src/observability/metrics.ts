@@ -1,0 +1,96 @@
+// Prometheus metrics. Plugins count into plain number cells (`cell.value++` on the hot path);
+// prom-client reads the cells at scrape time. Cells are keyed by name and labels, so a plugin
+// rebuilt by a reload with the same tag keeps counting where the old one stopped.
+
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+
+export interface Cell {
+  value: number;
+}
+
+type Labels = Record<string, string>;
+
+interface Family {
+  type: "counter" | "gauge";
+  labelNames: readonly string[];
+  cells: Map<string, { labels: Labels; cell: Cell }>;
+}
+
+export class MetricsHub {
+  readonly registry = new Registry();
+  private readonly families = new Map<string, Family>();
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  private family(name: string, help: string, type: "counter" | "gauge", labelNames: readonly string[]): Family {
+    const existing = this.families.get(name);
+    if (existing) {
+      if (existing.type !== type || existing.labelNames.join() !== labelNames.join()) {
+        throw new Error(`metric '${name}' declared twice with different shapes`);
+      }
+      return existing;
+    }
+    const fam: Family = { type, labelNames, cells: new Map() };
+    this.families.set(name, fam);
+    const config = {
+      name,
+      help,
+      labelNames: [...labelNames],
+      registers: [this.registry],
+    };
+    if (type === "counter") {
+      new Counter({
+        ...config,
+        collect(this: Counter) {
+          this.reset();
+          for (const { labels, cell } of fam.cells.values()) this.inc(labels, cell.value);
+        },
+      });
+    } else {
+      new Gauge({
+        ...config,
+        collect(this: Gauge) {
+          this.reset();
+          for (const { labels, cell } of fam.cells.values()) this.set(labels, cell.value);
+        },
+      });
+    }
+    return fam;
+  }
+
+  private cell(fam: Family, labels: Labels): Cell {
+    const key = fam.labelNames.map((n) => labels[n] ?? "").join("\u0000");
+    let entry = fam.cells.get(key);
+    if (!entry) {
+      entry = { labels, cell: { value: 0 } };
+      fam.cells.set(key, entry);
+    }
+    return entry.cell;
+  }
+
+  /** Declares a counter family; returns a function that hands out its cells. */
+  counter(name: string, help: string, labelNames: readonly string[]): (labels: Labels) => Cell {
+    const fam = this.family(name, help, "counter", labelNames);
+    return (labels) => this.cell(fam, labels);
+  }
+
+  gauge(name: string, help: string, labelNames: readonly string[]): (labels: Labels) => Cell {
+    const fam = this.family(name, help, "gauge", labelNames);
+    return (labels) => this.cell(fam, labels);
+  }
+
+  /** Drops the cells of plugins that no longer exist (after a reload). */
+  retainTags(live: ReadonlySet<string>): void {
+    for (const fam of this.families.values()) {
+      for (const [key, { labels }] of fam.cells) {
+        if (labels.plugin_tag !== undefined && !live.has(labels.plugin_tag)) fam.cells.delete(key);
+      }
+    }
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,148 @@
+// From request bytes to answer bytes, shared by the UDP and TCP servers.
+//  - unreadable header or a response packet: dropped (no reply, no reflection)
+//  - malformed body: FORMERR; opcode other than QUERY: NOTIMP; not exactly one question: FORMERR
+//  - EDNS version above 0: BADVERS (RFC 6891)
+//  - executor error: SERVFAIL; no response produced: empty NOERROR
+
+import { FLAG, RCODE } from "../../dns/constants.js";
+import { decodeMessage, encodeMessage, replyTo, type Message } from "../../dns/message.js";
+import { fitUdp, setId, udpLimit } from "../../dns/view.js";
+import { DnsContext, type Protocol } from "../../engine/context.js";
+import { isPromise, Step, type Executor } from "../../engine/types.js";
+import type { Cell, MetricsHub } from "../../observability/metrics.js";
+import type { Logger } from "../../observability/logger.js";
+
+export interface ServerStats {
+  requests: Cell;
+  completed: Cell;
+  controlled: Cell;
+  failed: Cell;
+  dropped: Cell;
+  inflight: Cell;
+  latencyCount: Cell;
+  latencySumMs: Cell;
+}
+
+export function serverStats(metrics: MetricsHub, tag: string, protocol: Protocol): ServerStats {
+  const labels = { plugin_tag: tag, protocol };
+  const names = ["plugin_tag", "protocol"] as const;
+  return {
+    requests: metrics.counter("server_request_total", "DNS requests received", names)(labels),
+    completed: metrics.counter("server_completed_total", "Requests whose pipeline ran to the end", names)(labels),
+    controlled: metrics.counter("server_controlled_total", "Requests ended early by accept/reject/return or short_circuit", names)(labels),
+    failed: metrics.counter("server_failed_total", "Requests answered SERVFAIL because an executor failed", names)(labels),
+    dropped: metrics.counter("server_malformed_total", "Packets dropped or answered FORMERR/NOTIMP/BADVERS before the pipeline", names)(labels),
+    inflight: metrics.gauge("server_inflight", "Requests being processed", names)(labels),
+    latencyCount: metrics.counter("server_latency_count", "Requests answered (latency samples)", names)(labels),
+    latencySumMs: metrics.counter("server_latency_sum_ms", "Total processing time of answered requests, ms", names)(labels),
+  };
+}
+
+/** Header-only reply (used when the body cannot be decoded). */
+function headerReply(raw: Buffer, rcode: number): Buffer {
+  const out = Buffer.alloc(12);
+  out[0] = raw[0];
+  out[1] = raw[1];
+  const flags = FLAG.QR | (((raw[2] << 8) | raw[3]) & (0x7800 | FLAG.RD)) | rcode;
+  out.writeUInt16BE(flags, 2);
+  return out;
+}
+
+export type Answer = Buffer | null;
+
+export class QueryHandler {
+  /** This handler's own count; the gauge is shared with a successor built by a reload. */
+  private pending = 0;
+
+  constructor(
+    private readonly entry: Executor,
+    private readonly protocol: Protocol,
+    private readonly stats: ServerStats,
+    private readonly log: Logger,
+  ) {}
+
+  /** Requests accepted but not yet answered. */
+  get inflight(): number {
+    return this.pending;
+  }
+
+  handle(raw: Buffer, clientIp: string, clientPort: number): Answer | Promise<Answer> {
+    if (raw.length < 12 || (raw[2] & 0x80) !== 0) return null;
+    let query: Message;
+    try {
+      query = decodeMessage(raw);
+    } catch {
+      this.stats.dropped.value++;
+      return headerReply(raw, RCODE.FORMERR);
+    }
+    const opcode = (query.flags >> 11) & 0x0f;
+    if (opcode !== 0 || query.questions.length !== 1 || (query.edns !== null && query.edns.version !== 0)) {
+      this.stats.dropped.value++;
+      const rcode = opcode !== 0 ? RCODE.NOTIMP : query.questions.length !== 1 ? RCODE.FORMERR : RCODE.BADVERS;
+      return encodeMessage(replyTo(query, rcode));
+    }
+    const limit = this.protocol === "udp" ? udpLimit(query.edns ? query.edns.udpSize : null) : 0xffff;
+    this.stats.requests.value++;
+    this.stats.inflight.value++;
+    this.pending++;
+    const ctx = new DnsContext(query, raw, clientIp, clientPort, this.protocol);
+    let result;
+    try {
+      result = this.entry.execute(ctx, null);
+    } catch (err) {
+      return this.failed(ctx, err, limit);
+    }
+    if (isPromise(result)) {
+      return result.then(
+        (step) => this.finish(ctx, step, limit),
+        (err: unknown) => this.failed(ctx, err, limit),
+      );
+    }
+    return this.finish(ctx, result, limit);
+  }
+
+  private done(ctx: DnsContext): void {
+    const s = this.stats;
+    this.pending--;
+    s.inflight.value--;
+    s.latencyCount.value++;
+    s.latencySumMs.value += performance.now() - ctx.startedAt;
+  }
+
+  private finish(ctx: DnsContext, step: Step, limit: number): Answer {
+    this.done(ctx);
+    if (step === Step.Next) this.stats.completed.value++;
+    else this.stats.controlled.value++;
+    let wire: Buffer;
+    try {
+      wire = ctx.response ? ctx.response.toWire() : encodeMessage(replyTo(ctx.query, RCODE.NOERROR));
+    } catch (err) {
+      // A response we cannot encode is an executor failure as far as the client is concerned.
+      this.stats.completed.value--;
+      this.stats.failed.value++;
+      this.log.warn({ qname: ctx.qname, err: (err as Error).message }, "response could not be encoded; answering SERVFAIL");
+      return this.servfail(ctx, limit);
+    }
+    setId(wire, ctx.query.id);
+    return this.protocol === "udp" ? fitUdp(wire, limit) : wire;
+  }
+
+  private failed(ctx: DnsContext, err: unknown, limit: number): Answer {
+    this.done(ctx);
+    this.stats.failed.value++;
+    this.log.warn({ qname: ctx.qname, qtype: ctx.qtype, err: err instanceof Error ? err.message : String(err) }, "query failed; answering SERVFAIL");
+    return this.servfail(ctx, limit);
+  }
+
+  private servfail(ctx: DnsContext, limit: number): Answer {
+    const wire = encodeMessage(replyTo(ctx.query, RCODE.SERVFAIL));
+    setId(wire, ctx.query.id);
+    return this.protocol === "udp" ? fitUdp(wire, limit) : wire;
+  }
+
+  /** Resolves once every accepted request has been answered (or `timeoutMs` passed). */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.pending > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  }
+}

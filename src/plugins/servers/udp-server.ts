@@ -1,0 +1,44 @@
+// `udp_server`: plain DNS over UDP. Answers are fitted to the client's EDNS size (TC when cut).
+
+import { parseListen } from "../../config/listen.js";
+import { isPromise } from "../../engine/types.js";
+import { definePlugin } from "../../registry/types.js";
+import { QueryHandler, serverStats } from "./handle.js";
+import type { UdpHandler } from "./listeners.js";
+import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
+
+export const udpServer = definePlugin<ServerArgs, "server">({
+  type: "udp_server",
+  kind: "server",
+  feature: "core",
+  summary: "Answers DNS over UDP on a listen address.",
+  schema: { type: "object", additionalProperties: false, required: ["entry", "listen"], properties: serverArgProperties },
+  check: checkServerArgs,
+  dependencies: serverDependencies,
+  async create(args, ctx) {
+    const entry = ctx.executor(args.entry.replace(/^\$/, ""));
+    const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), ctx.log);
+    const listener = await ctx.services.listeners.udp(parseListen(args.listen), ctx.owner);
+    const socket = listener.socket;
+    const onMessage: UdpHandler = (msg, rinfo) => {
+      const answer = handler.handle(msg, rinfo.address, rinfo.port);
+      if (answer === null) return;
+      if (isPromise(answer)) void answer.then((a) => a && socket.send(a, rinfo.port, rinfo.address));
+      else socket.send(answer, rinfo.port, rinfo.address);
+    };
+    return {
+      address: () => ({ protocol: "udp", ...listener.address() }),
+      start() {
+        listener.handler = onMessage;
+        const a = listener.address();
+        ctx.log.info({ protocol: "udp", address: a.address, port: a.port }, "udp server listening");
+        return Promise.resolve();
+      },
+      async destroy() {
+        if (listener.handler === onMessage) listener.handler = null;
+        await handler.drain(DRAIN_TIMEOUT_MS);
+        await ctx.services.listeners.release(listener, ctx.owner);
+      },
+    };
+  },
+});

@@ -1,0 +1,14 @@
+// Process-wide services handed to every plugin; they outlive any one runtime (reloads).
+
+import type { Logger } from "pino";
+import type { MetricsHub } from "../observability/metrics.js";
+import type { ListenerPool } from "../plugins/servers/listeners.js";
+
+export interface Services {
+  readonly log: Logger;
+  readonly metrics: MetricsHub;
+  /** Sockets that survive a reload when the new runtime listens on the same address. */
+  readonly listeners: ListenerPool;
+  /** Working directory (-d) that relative paths in the configuration resolve against. */
+  readonly baseDir: string;
+}

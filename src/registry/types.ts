@@ -1,0 +1,115 @@
+// What a plugin type declares (PluginDefinition) and what its factory receives (CreateContext).
+// Registering a new type is one file exporting a definition plus one line in catalog.ts.
+
+import type { Logger } from "pino";
+import type { DnsContext } from "../engine/context.js";
+import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
+import type { Services } from "./services.js";
+
+export type PluginKind = "server" | "executor" | "matcher" | "provider";
+
+/** A reference from one plugin's args to another plugin, found without creating anything. */
+export interface DependencySpec {
+  /** Path of the referencing value inside `args` (rendered as the field name, and located in YAML). */
+  argsPath: (string | number)[];
+  target: string;
+  kind: PluginKind;
+  /** Set when only one type will do (jump/goto need a `sequence`). */
+  pluginType?: string;
+}
+
+/** A problem in a plugin's args, located by its path inside `args`. */
+export interface ArgProblem {
+  path: (string | number)[];
+  message: string;
+}
+
+/** Thrown by shorthand/quick-setup parsers and factories for bad args; the registry locates it. */
+export class ArgError extends Error {
+  readonly path: (string | number)[];
+  constructor(message: string, path: (string | number)[] = []) {
+    super(message);
+    this.name = "ArgError";
+    this.path = path;
+  }
+}
+
+export interface Lifecycle {
+  /** Called after every plugin has been created, dependencies first. */
+  init?(): Promise<void> | void;
+  /** Called in reverse init order when the runtime is torn down. */
+  destroy?(): Promise<void> | void;
+}
+
+export interface ExecutorPlugin extends Executor, Lifecycle {}
+export interface MatcherPlugin extends Matcher, Lifecycle {}
+export interface ProviderPlugin extends Lifecycle, Partial<DomainProvider>, Partial<IpProvider> {
+  /** Rebuild from the startup args and swap atomically; a failure keeps the old snapshot. */
+  reload?(): Promise<void>;
+}
+export interface ServerPlugin extends Lifecycle {
+  /** Begin answering; called once the whole runtime is ready. */
+  start(): Promise<void>;
+  /** Where it listens (the real port when the config said 0). */
+  address(): { protocol: string; address: string; port: number };
+}
+
+export interface PluginByKind {
+  server: ServerPlugin;
+  executor: ExecutorPlugin;
+  matcher: MatcherPlugin;
+  provider: ProviderPlugin;
+}
+export type AnyPlugin = PluginByKind[PluginKind];
+
+/** The entry point a server hands each query to. */
+export type EntryExecutor = (ctx: DnsContext) => ReturnType<Executor["execute"]>;
+
+export interface CheckEnv {
+  /** Validates a quick-setup expression `type param` for a kind; returns problems and deps. */
+  quickSetup(kind: "executor" | "matcher", expr: string, at: (string | number)[]): { problems: ArgProblem[]; deps: DependencySpec[] };
+}
+
+export interface CreateContext {
+  readonly tag: string;
+  /** Identity of the runtime being built (listeners are claimed per runtime). */
+  readonly owner: object;
+  readonly log: Logger;
+  readonly services: Services;
+  /** Resolves a path from the config against the working directory (-d). */
+  resolvePath(path: string): string;
+  executor(tag: string): Executor;
+  /** A declared matcher, honouring its runtime mode, optionally negated. */
+  matcher(tag: string, negate?: boolean): Matcher;
+  provider(tag: string): ProviderPlugin;
+  /** Builds a private quick-setup instance `type param` owned by this plugin. */
+  quickExecutor(expr: string, internalTag: string): Promise<Executor>;
+  quickMatcher(expr: string, internalTag: string, negate?: boolean): Promise<Matcher>;
+}
+
+export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginKind> {
+  readonly type: string;
+  readonly kind: K;
+  /** Build feature that gates the type (see bundles.ts). */
+  readonly feature: string;
+  /** One line for `--help`, the build record and docs. */
+  readonly summary: string;
+  /** ajv JSON schema of `args` after `shorthand`; defaults are filled in. */
+  readonly schema: object;
+  /** Turns accepted short forms (string, list, null) into the object the schema describes. */
+  shorthand?(raw: unknown): unknown;
+  /** Parses a quick-setup parameter string (`forward 1.1.1.1` → `1.1.1.1`) into raw args. */
+  quickSetup?(param: string): unknown;
+  /** Semantic checks beyond the schema, pure and cheap; `sluice check` runs them too. */
+  check?(args: Args, env: CheckEnv): ArgProblem[];
+  /** References to other plugins found in the args (no plugin is created). */
+  dependencies?(args: Args, env: CheckEnv): DependencySpec[];
+  create(args: Args, ctx: CreateContext): PluginByKind[K] | Promise<PluginByKind[K]>;
+}
+
+export type AnyDefinition = PluginDefinition<unknown, PluginKind>;
+
+/** Declares a plugin type with its args type checked against its own factory. */
+export function definePlugin<Args, K extends PluginKind>(def: PluginDefinition<Args, K>): AnyDefinition {
+  return def;
+}
