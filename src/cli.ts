@@ -98,6 +98,12 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   process.chdir(opts.dir);
+  // Signals are handled from the start: one arriving during startup stops the service once it is up.
+  let stopRequested: ((signal: string) => void) | null = null;
+  const early: string[] = [];
+  const onSignal = (signal: string): void => (stopRequested ? stopRequested(signal) : void early.push(signal));
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
   let app: App;
   try {
     app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level });
@@ -107,7 +113,7 @@ async function main(argv: string[]): Promise<number> {
   }
   return new Promise<number>((done) => {
     let stopping = false;
-    const stop = (signal: string): void => {
+    stopRequested = (signal) => {
       if (stopping) {
         process.stderr.write(`${signal} again: exiting now\n`);
         process.exit(130);
@@ -121,8 +127,7 @@ async function main(argv: string[]): Promise<number> {
         },
       );
     };
-    process.on("SIGINT", () => stop("SIGINT"));
-    process.on("SIGTERM", () => stop("SIGTERM"));
+    if (early.length > 0) stopRequested(early[0]);
   });
 }
 

@@ -61,6 +61,8 @@ export function parseIP(text: string): Uint8Array | null {
 
 export function formatIP(bytes: Uint8Array): string {
   if (bytes.length === 4) return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
+  // RFC 5952 §5: IPv4-mapped addresses keep the dotted quad (the form Node's sockets report too).
+  if (unmapIPv4(bytes) !== bytes) return `::ffff:${bytes[12]}.${bytes[13]}.${bytes[14]}.${bytes[15]}`;
   const words: number[] = [];
   for (let i = 0; i < 16; i += 2) words.push((bytes[i] << 8) | bytes[i + 1]);
   // RFC 5952: compress the longest run (length ≥ 2) of zero words, the first one on ties.

@@ -110,12 +110,24 @@ export function skipName(buf: Buffer, offset: number, limit: number = buf.length
   }
 }
 
+/** True when `text` ends with a dot that is not escaped (`a\\.` ends with one, `a\.` does not). */
+function hasTrailingDot(text: string): boolean {
+  if (!text.endsWith(".")) return false;
+  let slashes = 0;
+  for (let i = text.length - 2; i >= 0 && text.charCodeAt(i) === 0x5c; i--) slashes++;
+  return slashes % 2 === 0;
+}
+
+const NON_LATIN1 = /[\u0100-\uffff]/;
+
 /** Splits presentation text into raw label bytes, honouring \. \\ and \DDD escapes. */
 export function nameToLabels(name: string): Uint8Array[] {
   let text = name;
-  if (text.endsWith(".") && !text.endsWith("\\.")) text = text.slice(0, -1);
+  if (hasTrailingDot(text)) text = text.slice(0, -1);
   if (text.length === 0) return [];
   if (!text.includes("\\")) {
+    // Buffer.from(.., "latin1") would silently keep only the low byte of each character.
+    if (NON_LATIN1.test(text)) throw new WireFormatError(`non-latin1 character in name '${name}'`);
     const parts = text.split(".");
     const labels: Uint8Array[] = new Array<Uint8Array>(parts.length);
     let total = 1;
@@ -169,12 +181,12 @@ export function nameToLabels(name: string): Uint8Array[] {
 /** Canonical form used as a key and by matchers: lower-case, no trailing dot. */
 export function normalizeName(name: string): string {
   const lower = name.toLowerCase();
-  return lower.endsWith(".") && !lower.endsWith("\\.") ? lower.slice(0, -1) : lower;
+  return hasTrailingDot(lower) ? lower.slice(0, -1) : lower;
 }
 
 /** Fully qualified presentation form with the trailing dot ("." for the root). */
 export function fqdn(name: string): string {
-  return name.length === 0 ? "." : name.endsWith(".") ? name : name + ".";
+  return name.length === 0 ? "." : hasTrailingDot(name) ? name : name + ".";
 }
 
 /** Validates a name typed by an operator; returns the error text or null. */

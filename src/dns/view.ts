@@ -55,6 +55,8 @@ export function indexMessage(buf: Buffer): WireIndex {
       if (end > buf.length) throw new WireFormatError("record data runs past the end of the message");
       if (type === QTYPE.OPT) {
         if (section !== SECTION_ADDITIONAL || opt >= 0) throw new WireFormatError("misplaced or repeated OPT record");
+        // fitUdp moves OPT; an owner pointer into a dropped record would then point forwards.
+        if (fixed !== start + 1) throw new WireFormatError("OPT record not owned by the root");
         opt = records.length;
       }
       records.push({ section, start, fixed, type, end });

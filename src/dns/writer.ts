@@ -25,7 +25,8 @@ export class WireWriter {
   private room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     if (this.pos + n > 0xffff) throw new WireFormatError("message larger than 65535 bytes");
-    const next = Buffer.allocUnsafe(Math.min(0x10000, Math.max(this.buf.length * 2, this.pos + n)));
+    // Capped at 0xffff (not 0x10000) so the fast path above can never admit a 65536th byte.
+    const next = Buffer.allocUnsafe(Math.min(0xffff, Math.max(this.buf.length * 2, this.pos + n)));
     this.buf.copy(next, 0, 0, this.pos);
     this.buf = next;
   }

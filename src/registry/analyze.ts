@@ -34,6 +34,8 @@ export interface Analysis {
 }
 
 export const QUICK_SETUP_PREFIX = "qs.";
+
+const article = (kind: PluginKind): string => (kind === "executor" ? `an ${kind}` : `a ${kind}`);
 const BAD_TAG_CHARS = /[/?#\s]/;
 
 /** Splits `type param...` (the param keeps its inner spacing). */
@@ -77,7 +79,7 @@ class Analyzer implements CheckEnv {
     const found = this.lookup(type);
     if ("error" in found) return { problems: [{ path: at, message: `'${expr}': ${found.error}` }], deps: [] };
     const def = found.def;
-    if (def.kind !== kind) return { problems: [{ path: at, message: `'${type}' is a ${def.kind}, not a ${kind}` }], deps: [] };
+    if (def.kind !== kind) return { problems: [{ path: at, message: `'${type}' is ${article(def.kind)}, not ${article(kind)}` }], deps: [] };
     if (!def.quickSetup) return { problems: [{ path: at, message: `'${type}' has no quick-setup form; declare it under plugins and use $tag` }], deps: [] };
     let raw: unknown;
     try {
@@ -124,8 +126,10 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
     const r = resolveArgs(found.def, p.args, a);
     if (r.problems.length > 0) {
       for (const prob of r.problems) {
-        const label = prob.path.length > 0 ? `${renderPath(["args", ...prob.path])}: ` : "args: ";
-        a.report(p, ["args", ...prob.path], `${label}${prob.message}`, r.keyPaths.has(prob.path.join("/")));
+        const isKey = r.keyPaths.has(prob.path.join("/"));
+        // An unknown key is named by the message; label it with the mapping that holds it.
+        const labelPath = isKey ? prob.path.slice(0, -1) : prob.path;
+        a.report(p, ["args", ...prob.path], `${renderPath(["args", ...labelPath])}: ${prob.message}`, isKey);
       }
       continue;
     }
@@ -145,7 +149,7 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
       else if (!target) {
         if (!declared.has(d.target)) a.report(rp.config, ["args", ...d.argsPath], `${field} references missing plugin '${d.target}'`);
       } else if (target.def.kind !== d.kind) {
-        a.report(rp.config, ["args", ...d.argsPath], `${field} expects a ${d.kind}, but '${d.target}' is a ${target.def.kind} (type '${target.def.type}')`);
+        a.report(rp.config, ["args", ...d.argsPath], `${field} expects ${article(d.kind)}, but '${d.target}' is ${article(target.def.kind)} (type '${target.def.type}')`);
       } else if (d.pluginType && target.def.type !== d.pluginType) {
         a.report(rp.config, ["args", ...d.argsPath], `${field} expects plugin type '${d.pluginType}', but '${d.target}' has type '${target.def.type}'`);
       }

@@ -34,6 +34,17 @@ export class ArgError extends Error {
   }
 }
 
+/** Runs a parser only for its errors: an ArgError becomes a problem; anything else propagates. */
+export function argProblems(parse: () => unknown): ArgProblem[] {
+  try {
+    parse();
+    return [];
+  } catch (err) {
+    if (err instanceof ArgError) return [{ path: err.path, message: err.message }];
+    throw err;
+  }
+}
+
 export interface Lifecycle {
   /** Called after every plugin has been created, dependencies first. */
   init?(): Promise<void> | void;

@@ -2,7 +2,7 @@
 
 import { execExprDeps, matchExprDeps, parseExecExpr, parseMatchExpr, type ExecExpr, type MatchExpr } from "../../engine/expr.js";
 import { builtinAction, CompiledSequence, compiledMatcher, executorAction, type CompiledMatcher, type CompiledRule } from "../../engine/sequence.js";
-import { ArgError, definePlugin, type ArgProblem, type CheckEnv, type DependencySpec } from "../../registry/types.js";
+import { argProblems, definePlugin, type ArgProblem, type CheckEnv, type DependencySpec } from "../../registry/types.js";
 
 interface RuleArgs {
   matches?: string | string[];
@@ -31,13 +31,9 @@ function parseRules(args: SequenceArgs): ParsedRule[] {
 function analyse(args: SequenceArgs, env: CheckEnv): { deps: DependencySpec[]; problems: ArgProblem[] } {
   const deps: DependencySpec[] = [];
   const problems: ArgProblem[] = [];
-  let rules: ParsedRule[];
-  try {
-    rules = parseRules(args);
-  } catch (err) {
-    if (err instanceof ArgError) return { deps, problems: [{ path: err.path, message: err.message }] };
-    throw err;
-  }
+  const parseProblems = argProblems(() => parseRules(args));
+  if (parseProblems.length > 0) return { deps, problems: parseProblems };
+  const rules = parseRules(args);
   for (const r of rules) {
     for (const m of r.matches) {
       const out = matchExprDeps(m.expr, m.path, env);

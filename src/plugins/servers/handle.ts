@@ -79,7 +79,10 @@ export class QueryHandler {
     if (opcode !== 0 || query.questions.length !== 1 || (query.edns !== null && query.edns.version !== 0)) {
       this.stats.dropped.value++;
       const rcode = opcode !== 0 ? RCODE.NOTIMP : query.questions.length !== 1 ? RCODE.FORMERR : RCODE.BADVERS;
-      return encodeMessage(replyTo(query, rcode));
+      const reply = replyTo(query, rcode);
+      // Echoing many questions lets a small query (pointers into label interiors) grow past 64 KiB.
+      if (query.questions.length !== 1) reply.questions = [];
+      return encodeMessage(reply);
     }
     const limit = this.protocol === "udp" ? udpLimit(query.edns ? query.edns.udpSize : null) : 0xffff;
     this.stats.requests.value++;
@@ -116,6 +119,9 @@ export class QueryHandler {
     let wire: Buffer;
     try {
       wire = ctx.response ? ctx.response.toWire() : encodeMessage(replyTo(ctx.query, RCODE.NOERROR));
+      setId(wire, ctx.query.id);
+      // fitUdp indexes the message, which throws on a structurally broken response: same handling.
+      if (this.protocol === "udp") wire = fitUdp(wire, limit);
     } catch (err) {
       // A response we cannot encode is an executor failure as far as the client is concerned.
       this.stats.completed.value--;
@@ -123,8 +129,7 @@ export class QueryHandler {
       this.log.warn({ qname: ctx.qname, err: (err as Error).message }, "response could not be encoded; answering SERVFAIL");
       return this.servfail(ctx, limit);
     }
-    setId(wire, ctx.query.id);
-    return this.protocol === "udp" ? fitUdp(wire, limit) : wire;
+    return wire;
   }
 
   private failed(ctx: DnsContext, err: unknown, limit: number): Answer {

@@ -1,0 +1,115 @@
+// Aho–Corasick automaton over ASCII keywords: one pass over a name finds every keyword it
+// contains, so the cost depends on the name's length, not on how many keywords there are.
+
+/** Keywords are ASCII (checked by the rule parser); any other code resets to the root. */
+const ALPHABET = 128;
+
+export class KeywordAutomaton {
+  /** Trie edges keyed `state * 128 + code` (one flat map keeps memory low for big lists). */
+  private readonly edges: Map<number, number>;
+  /** Failure link of each state: the longest proper suffix that is also a trie path. */
+  private readonly fail: Int32Array;
+  /** Smallest keyword index that ends at this state or on its failure chain; -1 for none. */
+  private readonly best: Int32Array;
+
+  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array) {
+    this.edges = edges;
+    this.fail = fail;
+    this.best = best;
+  }
+
+  /** `keywords[i]` has priority `i` (lower wins when several occur in one name). */
+  static build(keywords: readonly string[]): KeywordAutomaton {
+    const edges = new Map<number, number>();
+    const children: number[][] = [[]];
+    const ending: number[] = [-1];
+    for (let k = 0; k < keywords.length; k++) {
+      const word = keywords[k];
+      let s = 0;
+      for (let i = 0; i < word.length; i++) {
+        const c = word.charCodeAt(i);
+        if (c >= ALPHABET) throw new Error(`keyword '${word}' is not ASCII`);
+        const key = s * ALPHABET + c;
+        let t = edges.get(key);
+        if (t === undefined) {
+          t = children.length;
+          edges.set(key, t);
+          children.push([]);
+          ending.push(-1);
+          children[s].push(c);
+        }
+        s = t;
+      }
+      if (ending[s] < 0 || k < ending[s]) ending[s] = k;
+    }
+    const n = children.length;
+    const fail = new Int32Array(n);
+    const best = Int32Array.from(ending);
+    // Breadth-first: a state's failure target is shallower, so its `best` is already final.
+    const queue = new Int32Array(n);
+    let head = 0;
+    let tail = 0;
+    queue[tail++] = 0;
+    while (head < tail) {
+      const u = queue[head++];
+      if (u !== 0) {
+        const inherited = best[fail[u]];
+        if (inherited >= 0 && (best[u] < 0 || inherited < best[u])) best[u] = inherited;
+      }
+      for (const c of children[u]) {
+        const v = edges.get(u * ALPHABET + c) as number;
+        if (u === 0) {
+          fail[v] = 0;
+        } else {
+          let f = fail[u];
+          let t = edges.get(f * ALPHABET + c);
+          while (t === undefined && f !== 0) {
+            f = fail[f];
+            t = edges.get(f * ALPHABET + c);
+          }
+          fail[v] = t === undefined ? 0 : t;
+        }
+        queue[tail++] = v;
+      }
+    }
+    return new KeywordAutomaton(edges, fail, best);
+  }
+
+  private step(s: number, c: number): number {
+    if (c >= ALPHABET) return 0;
+    const edges = this.edges;
+    for (;;) {
+      const t = edges.get(s * ALPHABET + c);
+      if (t !== undefined) return t;
+      if (s === 0) return 0;
+      s = this.fail[s];
+    }
+  }
+
+  /** Index of the earliest-declared keyword occurring in `text`, or -1. */
+  firstMatch(text: string): number {
+    const best = this.best;
+    let found = -1;
+    let s = 0;
+    for (let i = 0; i < text.length; i++) {
+      s = this.step(s, text.charCodeAt(i));
+      const b = best[s];
+      if (b >= 0 && (found < 0 || b < found)) {
+        if (b === 0) return 0;
+        found = b;
+      }
+    }
+    return found;
+  }
+
+  /** True when `text` contains any keyword (stops at the first one found). */
+  test(text: string): boolean {
+    const best = this.best;
+    let s = 0;
+    for (let i = 0; i < text.length; i++) {
+      s = this.step(s, text.charCodeAt(i));
+      if (best[s] >= 0) return true;
+    }
+    return false;
+  }
+}

@@ -1,0 +1,111 @@
+// `hosts`: answers A/AAAA queries from `<domain_rule> <ip> <ip> …` lines (inline and from files).
+
+import { QTYPE } from "../../dns/constants.js";
+import { parseIP } from "../../dns/ip.js";
+import { replyTo } from "../../dns/message.js";
+import { addressRecord, syntheticSoa } from "../../dns/rdata.js";
+import { DnsResponse } from "../../dns/response.js";
+import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
+import { readRuleFile, splitFields } from "../../engine/rules/source.js";
+import { Step } from "../../engine/types.js";
+import { ArgError, definePlugin, type ArgProblem } from "../../registry/types.js";
+
+interface HostsArgs {
+  entries: string[];
+  files: string[];
+  short_circuit: boolean;
+}
+
+interface HostsEntry {
+  v4: Uint8Array[];
+  v6: Uint8Array[];
+}
+
+const ANSWER_TTL = 10;
+const NODATA_SOA_TTL = 300;
+
+/** Adds one `<rule> <ip>...` line; an unprefixed rule is `full:`. Throws with a readable message. */
+function addLine(fields: readonly string[], table: DomainTableBuilder<HostsEntry>): void {
+  const [rule, ...ips] = fields;
+  if (ips.length === 0) throw new Error(`'${rule}' has no address (format: <domain_rule> <ip> [<ip> ...])`);
+  const entry: HostsEntry = { v4: [], v6: [] };
+  for (const text of ips) {
+    const ip = parseIP(text);
+    if (!ip) throw new Error(`'${text}' is not an IP address`);
+    (ip.length === 4 ? entry.v4 : entry.v6).push(ip);
+  }
+  table.add(rule, entry);
+}
+
+function addEntries(args: HostsArgs, table: DomainTableBuilder<HostsEntry>): void {
+  args.entries.forEach((line, i) => {
+    const fields = splitFields(line);
+    if (fields.length === 0) throw new ArgError("empty entry", ["entries", i]);
+    try {
+      addLine(fields, table);
+    } catch (err) {
+      throw new ArgError((err as Error).message, ["entries", i]);
+    }
+  });
+}
+
+export const hosts = definePlugin<HostsArgs, "executor">({
+  type: "hosts",
+  kind: "executor",
+  feature: "core",
+  summary: "Answers A/AAAA queries from hosts-style lines: <domain_rule> <ip> <ip> ...",
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      entries: { type: "array", items: { type: "string" }, default: [] },
+      files: { type: "array", items: { type: "string", minLength: 1 }, default: [] },
+      short_circuit: { type: "boolean", default: false },
+    },
+  },
+  check(args) {
+    const problems: ArgProblem[] = [];
+    if (args.entries.length === 0 && args.files.length === 0) problems.push({ path: [], message: "needs 'entries' or 'files'" });
+    try {
+      addEntries(args, new DomainTableBuilder<HostsEntry>("full"));
+    } catch (err) {
+      if (!(err instanceof ArgError)) throw err;
+      problems.push({ path: err.path, message: err.message });
+    }
+    return problems;
+  },
+  async create(args, ctx) {
+    // Inline entries first, then files in order: a later definition of a pattern wins.
+    const builder = new DomainTableBuilder<HostsEntry>("full");
+    addEntries(args, builder);
+    for (const [i, path] of args.files.entries()) {
+      await readRuleFile(ctx.resolvePath(path), path, ["files", i], splitFields, (fields) => addLine(fields, builder));
+    }
+    const table: DomainTable<HostsEntry> = builder.build();
+    const labels = { plugin_tag: ctx.tag };
+    const hit = ctx.services.metrics.counter("hosts_hit_total", "A/AAAA queries answered by hosts (including NODATA)", ["plugin_tag"])(labels);
+    const miss = ctx.services.metrics.counter("hosts_miss_total", "A/AAAA queries hosts had no entry for", ["plugin_tag"])(labels);
+    const done = args.short_circuit ? Step.Stop : Step.Next;
+    return {
+      execute(dns) {
+        const qs = dns.query.questions;
+        if (qs.length !== 1) return Step.Next;
+        const q = qs[0];
+        if (q.class !== 1 || (q.type !== QTYPE.A && q.type !== QTYPE.AAAA)) return Step.Next;
+        const entry = table.lookup(dns.qname);
+        if (entry === undefined) {
+          miss.value++;
+          return Step.Next;
+        }
+        hit.value++;
+        const ips = q.type === QTYPE.A ? entry.v4 : entry.v6;
+        const reply = replyTo(dns.query);
+        // Known name without an address of this family: NODATA, with an SOA so clients cache it briefly.
+        if (ips.length === 0) reply.authorities = [syntheticSoa(q.name, NODATA_SOA_TTL)];
+        else reply.answers = ips.map((ip) => addressRecord(q.name, ip, ANSWER_TTL));
+        dns.response = DnsResponse.fromMessage(reply);
+        return done;
+      },
+    };
+  },
+});

@@ -1,0 +1,45 @@
+// `domain_set`: a named, reloadable set of domain rules (inline, from files, and other domain sets).
+
+import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
+import { domainProvider } from "../../engine/rules/rule-list.js";
+import { loadRuleTokens } from "../../engine/rules/source.js";
+import { definePlugin } from "../../registry/types.js";
+import { Snapshot } from "./reload.js";
+import { setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
+
+interface DomainSetArgs {
+  exps: string[];
+  files: string[];
+  sets: string[];
+}
+
+const asSet = (a: DomainSetArgs): SetArgs => ({ rules: a.exps, files: a.files, sets: a.sets });
+
+export const domainSet = definePlugin<DomainSetArgs, "provider">({
+  type: "domain_set",
+  kind: "provider",
+  feature: "core",
+  summary: "A reloadable set of domain rules (full:, domain:, keyword:, regexp:) from args, files and other sets.",
+  schema: setSchema("exps"),
+  check: (args) => setProblems(asSet(args), "exps", "domain"),
+  dependencies: (args) => setDependencies(asSet(args)),
+  async create(args, ctx) {
+    const tokens = setTokens(asSet(args), "exps");
+    const build = async (): Promise<DomainTable<true>> => {
+      const builder = new DomainTableBuilder<true>("domain");
+      await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule, true));
+      return builder.build();
+    };
+    const snapshot = await Snapshot.load("domain_set", ctx.tag, ctx.log, build);
+    const sets = args.sets.map((entry, i) => domainProvider(ctx, setTag(entry), ["sets", i]));
+    return {
+      containsName(name: string): boolean {
+        const local = snapshot.current;
+        if (local.size > 0 && local.has(name)) return true;
+        for (let i = 0; i < sets.length; i++) if (sets[i].containsName(name)) return true;
+        return false;
+      },
+      reload: () => snapshot.reload(),
+    };
+  },
+});
