@@ -3,6 +3,7 @@
 
 import { resolve } from "node:path";
 import { App, checkConfig } from "./app/app.js";
+import { replaceProcess } from "./app/restart.js";
 import { VERSION } from "./app/version.js";
 import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
 import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
@@ -97,38 +98,34 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  const originalCwd = process.cwd();
   process.chdir(opts.dir);
   // Signals are handled from the start: one arriving during startup stops the service once it is up.
-  let stopRequested: ((signal: string) => void) | null = null;
-  const early: string[] = [];
-  const onSignal = (signal: string): void => (stopRequested ? stopRequested(signal) : void early.push(signal));
+  let app: App | null = null;
+  let signals = 0;
+  const onSignal = (signal: string): void => {
+    if (++signals > 1) {
+      process.stderr.write(`${signal} again: exiting now\n`);
+      process.exit(130);
+    }
+    void app?.stop();
+  };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
-  let app: App;
   try {
     app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level });
   } catch (err) {
     report(err);
     return 1;
   }
-  return new Promise<number>((done) => {
-    let stopping = false;
-    stopRequested = (signal) => {
-      if (stopping) {
-        process.stderr.write(`${signal} again: exiting now\n`);
-        process.exit(130);
-      }
-      stopping = true;
-      app.stop().then(
-        () => done(0),
-        (err: unknown) => {
-          report(err);
-          done(1);
-        },
-      );
-    };
-    if (early.length > 0) stopRequested(early[0]);
-  });
+  if (signals > 0) void app.stop();
+  const outcome = await app.done;
+  if (outcome.restart) {
+    const replacement = replaceProcess(originalCwd);
+    app.log.info({ target: "app", pid: replacement.pid }, "restarted: the replacement process is running");
+  }
+  if (outcome.error) process.stderr.write(`error: ${outcome.error}\n`);
+  return outcome.error ? 1 : 0;
 }
 
 main(process.argv.slice(2)).then(

@@ -2,6 +2,7 @@
 // `include` (recursive, relative to the declaring file, plugins only). Plugin args are checked
 // later by the registry (registry/analyze.ts), which reports into the same diagnostics.
 
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
@@ -30,6 +31,12 @@ export interface SluiceConfig {
   plugins: PluginConfig[];
   /** Every file read, main first. */
   files: string[];
+  /** Content version of the main file (or text): sha256 hex, as used by base_version. */
+  version: string;
+}
+
+export function contentVersion(text: string): string {
+  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 export interface LoadOptions {
@@ -111,9 +118,10 @@ function collectPlugins(
   });
 }
 
-function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig[], files: string[]): SluiceConfig {
+function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig[], files: string[], text: string): SluiceConfig {
   return {
     path,
+    version: contentVersion(text),
     log: parsed.raw.log ?? { level: "info" },
     api: parsed.raw.api?.http ?? null,
     plugins,
@@ -139,7 +147,7 @@ export function loadConfigFile(path: string, options: LoadOptions = {}): SluiceC
   const files = [file];
   collectPlugins(parsed, file, 0, [file], env, problems, plugins, files);
   if (problems.length > 0) throw new ConfigError(problems);
-  return assemble(parsed, file, plugins, files);
+  return assemble(parsed, file, plugins, files, text);
 }
 
 /**
@@ -160,5 +168,5 @@ export function loadConfigText(text: string, options: LoadOptions = {}): SluiceC
     source: parsed.source,
     path: ["plugins", i],
   }));
-  return assemble(parsed, null, plugins, []);
+  return assemble(parsed, null, plugins, [], text);
 }

@@ -32,6 +32,17 @@ export class PluginInitError extends Error {
   }
 }
 
+/** Told about each declared plugin's lifecycle (the control plane mirrors it in actors). */
+export interface RuntimeObserver {
+  creating(tag: string, type: string, kind: PluginKind): void;
+  ready(tag: string): void;
+  failed(tag: string, error: string): void;
+  destroying(tag: string): void;
+  destroyed(tag: string): void;
+}
+
+const quietObserver: RuntimeObserver = { creating() {}, ready() {}, failed() {}, destroying() {}, destroyed() {} };
+
 export class Runtime {
   readonly plugins = new Map<string, LivePlugin>();
   /** Creation order (dependencies first); destroyed in reverse. */
@@ -43,24 +54,29 @@ export class Runtime {
     readonly analysis: Analysis,
     readonly services: Services,
     private readonly catalog: Catalog,
+    private readonly observer: RuntimeObserver,
   ) {}
 
   /** Creates and initialises every live plugin; on failure destroys what was made, in reverse. */
-  static async build(analysis: Analysis, services: Services, catalog: Catalog): Promise<Runtime> {
-    const rt = new Runtime(analysis, services, catalog);
+  static async build(analysis: Analysis, services: Services, catalog: Catalog, observer: RuntimeObserver = quietObserver): Promise<Runtime> {
+    const rt = new Runtime(analysis, services, catalog, observer);
     for (const tag of analysis.skipped) {
       services.log.warn({ target: "registry", plugin: tag }, "skipped provider initialization: no live plugin uses it");
     }
     for (const tag of analysis.initOrder) {
       const rp = analysis.byTag.get(tag) as ResolvedPlugin;
+      observer.creating(tag, rp.def.type, rp.def.kind);
       try {
         const live = await rt.instantiate(rp.def, rp.args, tag);
         rt.plugins.set(tag, live);
         rt.created.push(live);
         if (rp.def.kind === "matcher") rt.modes.declare(tag);
+        observer.ready(tag);
       } catch (err) {
+        const failure = rt.initError(rp, err);
+        observer.failed(tag, failure.message);
         await rt.destroy();
-        throw rt.initError(rp, err);
+        throw failure;
       }
     }
     return rt;
@@ -163,7 +179,11 @@ export class Runtime {
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
-    for (const live of this.created.slice().reverse()) await this.destroyOne(live);
+    for (const live of this.created.slice().reverse()) {
+      this.observer.destroying(live.tag);
+      await this.destroyOne(live);
+      this.observer.destroyed(live.tag);
+    }
     this.plugins.clear();
   }
 }

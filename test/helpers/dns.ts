@@ -108,3 +108,31 @@ export function answerIps(m: Message): string[] {
     .filter((r) => r.type === QTYPE.A || r.type === QTYPE.AAAA)
     .map((r) => formatIP(r.data));
 }
+
+/**
+ * Sends many queries from one UDP socket (ids must be distinct), paced `perTick` per event-loop
+ * turn, and collects answers by id until all arrived or `timeoutMs` passed.
+ */
+export function udpBurst(port: number, packets: Buffer[], opts: { timeoutMs?: number; perTick?: number; sink?: Map<number, Buffer> } = {}): Promise<Map<number, Buffer>> {
+  return new Promise((resolve) => {
+    const sock = dgram.createSocket("udp4");
+    const answers = opts.sink ?? new Map<number, Buffer>();
+    const finish = (): void => {
+      clearTimeout(timer);
+      sock.close();
+      resolve(answers);
+    };
+    const timer = setTimeout(finish, opts.timeoutMs ?? 5000);
+    sock.on("message", (msg) => {
+      answers.set(msg.readUInt16BE(0), msg);
+      if (answers.size === packets.length) finish();
+    });
+    const perTick = opts.perTick ?? 50;
+    let i = 0;
+    const pump = (): void => {
+      for (let n = 0; n < perTick && i < packets.length; n++, i++) sock.send(packets[i], port, "127.0.0.1");
+      if (i < packets.length) setImmediate(pump);
+    };
+    sock.bind(0, "127.0.0.1", pump);
+  });
+}

@@ -1,0 +1,52 @@
+// What /api/actors shows: every actor in the system with its state and a small context summary.
+
+import type { AnyActorRef } from "xstate";
+
+export interface ActorInfo {
+  /** systemId (app, reload, runtime:3) or the path of a child (runtime:3/plugin:main). */
+  id: string;
+  parent: string | null;
+  /** active, done, error, stopped */
+  status: string;
+  state: unknown;
+  context: Record<string, unknown>;
+}
+
+interface Inspectable {
+  id: string;
+  systemId?: string;
+  _parent?: Inspectable;
+  getSnapshot(): { status: string; value?: unknown; context?: unknown; children?: Record<string, AnyActorRef | undefined> };
+}
+
+export function actorPath(ref: AnyActorRef): string {
+  const a = ref as unknown as Inspectable;
+  if (a.systemId) return a.systemId;
+  const parent = a._parent;
+  return parent ? `${actorPath(parent as unknown as AnyActorRef)}/${a.id}` : a.id;
+}
+
+/** Primitives as they are; long strings cut; collections summarised by size. */
+function summarise(context: unknown): Record<string, unknown> {
+  if (context === null || typeof context !== "object") return {};
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(context)) {
+    if (value === null || typeof value === "number" || typeof value === "boolean") out[key] = value;
+    else if (typeof value === "string") out[key] = value.length > 300 ? `${value.slice(0, 300)}…` : value;
+    else if (Array.isArray(value)) out[key] = `[${value.length} items]`;
+    else if (value instanceof Map || value instanceof Set) out[key] = `[${value.size} entries]`;
+  }
+  return out;
+}
+
+export function listActors(root: AnyActorRef): ActorInfo[] {
+  const out: ActorInfo[] = [];
+  const visit = (ref: AnyActorRef, parent: string | null): void => {
+    const snap = (ref as unknown as Inspectable).getSnapshot();
+    const id = actorPath(ref);
+    out.push({ id, parent, status: snap.status, state: snap.value ?? null, context: summarise(snap.context) });
+    for (const child of Object.values(snap.children ?? {})) if (child) visit(child, id);
+  };
+  visit(root, null);
+  return out;
+}

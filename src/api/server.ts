@@ -1,0 +1,155 @@
+// The management HTTP API: one fastify listener (HTTP or HTTPS/mTLS), Basic Auth and CORS on
+// /api/*, the static WebUI at /, one JSON error shape, and an OpenAPI document built from the
+// same route schemas that validate requests. Auth, CORS and WebUI follow reloads; the listen
+// address and TLS files need a restart.
+
+import { readFileSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from "fastify";
+import type { App } from "../app/app.js";
+import { parseListen } from "../config/listen.js";
+import type { ApiConfig } from "../config/schema.js";
+import { BasicAuth } from "./auth.js";
+import { CorsPolicy } from "./cors.js";
+import { ApiError, errorBody } from "./errors.js";
+import { buildOpenApi } from "./openapi.js";
+import { registerControlRoutes } from "./routes/control.js";
+import { registerInspectRoutes } from "./routes/inspect.js";
+import { WebUi } from "./webui.js";
+
+/** Large configurations are sent whole to PUT /api/config. */
+const BODY_LIMIT = 64 * 1024 * 1024;
+
+export interface ApiServer {
+  readonly fastify: FastifyInstance;
+  listen(): Promise<void>;
+  /** Applies a reloaded `api` section: auth, CORS and WebUI change at once; listen/ssl need a restart. */
+  updatePolicy(config: ApiConfig): void;
+  close(): Promise<void>;
+  /** Where it listens (the real port when the config said 0). */
+  address(): { address: string; port: number; protocol: "http" | "https" };
+}
+
+/** What every route module receives. */
+export interface RouteContext {
+  app: App;
+}
+
+interface Policy {
+  config: ApiConfig;
+  auth: BasicAuth | null;
+  cors: CorsPolicy;
+  webui: WebUi | null;
+}
+
+function resolvePath(app: App, p: string): string {
+  return isAbsolute(p) ? p : resolve(app.options.baseDir, p);
+}
+
+function tlsOptions(app: App, config: ApiConfig): { cert: Buffer; key: Buffer; ca?: Buffer; requestCert?: boolean; rejectUnauthorized?: boolean } | null {
+  const ssl = config.ssl;
+  if (!ssl?.cert || !ssl.key) return null;
+  const ca = ssl.client_ca ? readFileSync(resolvePath(app, ssl.client_ca)) : undefined;
+  return {
+    cert: readFileSync(resolvePath(app, ssl.cert)),
+    key: readFileSync(resolvePath(app, ssl.key)),
+    ...(ca ? { ca, requestCert: true, rejectUnauthorized: ssl.require_client_cert === true } : {}),
+  };
+}
+
+function makePolicy(app: App, config: ApiConfig): Policy {
+  return {
+    config,
+    auth: BasicAuth.from(config),
+    cors: CorsPolicy.from(config),
+    webui: config.webui ? new WebUi(resolvePath(app, config.webui.root), config.webui.index) : null,
+  };
+}
+
+const isApi = (url: string): boolean => url === "/api" || url.startsWith("/api/") || url.startsWith("/api?");
+
+function validationCode(context: string | undefined): string {
+  return context === "querystring" ? "invalid_query" : context === "params" ? "invalid_path" : "invalid_request";
+}
+
+export async function createApiServer(app: App, initial: ApiConfig): Promise<ApiServer> {
+  const tls = tlsOptions(app, initial);
+  const fastify = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT,
+    forceCloseConnections: true,
+    ...(tls ? { https: tls } : {}),
+    ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true } },
+  }) as unknown as FastifyInstance;
+  let policy = makePolicy(app, initial);
+  const routes: RouteOptions[] = [];
+  fastify.addHook("onRoute", (route) => {
+    if (isApi(route.url) && route.method !== "HEAD") routes.push(route);
+  });
+
+  // Raw bodies (YAML for /api/config/validate) arrive as text whatever the content type says.
+  fastify.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
+
+  fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!isApi(req.url)) return;
+    const cors = policy.cors.headers(req.headers.origin);
+    void reply.headers(cors);
+    // Preflight is answered before auth and before route lookup.
+    if (req.method === "OPTIONS") return reply.code(204).send();
+    if (policy.auth && !policy.auth.check(req.headers.authorization)) {
+      return reply.code(401).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
+    }
+  });
+
+  fastify.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof ApiError) return reply.code(err.status).send({ ...errorBody(err.code, err.message), ...err.extra });
+    if (err.validation) {
+      const where = err.validationContext ?? "body";
+      const field = err.validation[0]?.instancePath.replace(/^\//, "").replace(/\//g, ".") || (err.validation[0]?.params as { missingProperty?: string })?.missingProperty || "";
+      const message = `${where}${field ? `.${field}` : ""} ${err.validation[0]?.message ?? "is invalid"}`;
+      return reply.code(400).send(errorBody(validationCode(where), message));
+    }
+    if (err.statusCode === 413) return reply.code(413).send(errorBody("body_too_large", `request body is larger than ${BODY_LIMIT} bytes`));
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode).send(errorBody("invalid_request", err.message));
+    }
+    app.log.error({ target: "api", method: req.method, url: req.url, err: err.message }, "request failed");
+    return reply.code(500).send(errorBody("internal_error", "internal error; see the server log"));
+  });
+
+  fastify.setNotFoundHandler(async (req, reply) => {
+    if (!isApi(req.url) && policy.webui) return policy.webui.serve(req, reply);
+    return reply.code(404).send(errorBody("not_found", `no route ${req.method} ${req.url.split("?")[0]}`));
+  });
+
+  const ctx: RouteContext = { app };
+  registerControlRoutes(fastify, ctx);
+  registerInspectRoutes(fastify, ctx);
+  fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, async () => buildOpenApi(routes, app));
+  await fastify.ready();
+
+  const addr = parseListen(initial.listen);
+  const address = (): ReturnType<ApiServer["address"]> => {
+    const a = fastify.server.address();
+    const info = typeof a === "object" && a ? a : { address: addr.host, port: addr.port };
+    return { address: info.address, port: info.port, protocol: tls ? "https" : "http" };
+  };
+  return {
+    fastify,
+    address,
+    async listen() {
+      await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });
+      const a = address();
+      app.log.info({ target: "api", address: a.address, port: a.port, protocol: a.protocol }, "management API listening");
+    },
+    updatePolicy(config) {
+      if (config.listen !== policy.config.listen || JSON.stringify(config.ssl) !== JSON.stringify(policy.config.ssl)) {
+        app.log.warn({ target: "api" }, "api listen address or TLS settings changed; they take effect after a restart");
+      }
+      policy = makePolicy(app, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
+    },
+    async close() {
+      await fastify.close();
+    },
+  };
+}

@@ -1,0 +1,19 @@
+// The in-process event bus: what many parts listen to (SSE streams, status pages, tests).
+// Only the control plane emits here; the DNS hot path never does.
+
+import { EventEmitter } from "eventemitter3";
+import type { LogEntry } from "./observability/log-ring.js";
+
+export interface ActorTransition {
+  /** systemId, or the path of a child actor (runtime:3/plugin:main). */
+  id: string;
+  state: unknown;
+}
+
+export interface BusEvents {
+  log: (entry: LogEntry) => void;
+  "reload.status": (status: unknown) => void;
+  "actor.transition": (t: ActorTransition) => void;
+}
+
+export class Bus extends EventEmitter<BusEvents> {}
