@@ -2,13 +2,26 @@
 // prom-client reads the cells at scrape time. Cells are keyed by name and labels, so a plugin
 // rebuilt by a reload with the same tag keeps counting where the old one stopped.
 
-import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 export interface Cell {
   value: number;
 }
 
 type Labels = Record<string, string>;
+
+/** One labelled series of a histogram; `observe` takes the value in the histogram's unit. */
+export interface Observer {
+  observe(value: number): void;
+}
+
+interface HistogramFamily {
+  histogram: Histogram;
+  labelNames: readonly string[];
+  buckets: string;
+  /** Label sets handed out, so series of removed plugins can be dropped. */
+  series: Map<string, Labels>;
+}
 
 interface Family {
   type: "counter" | "gauge";
@@ -19,6 +32,7 @@ interface Family {
 export class MetricsHub {
   readonly registry = new Registry();
   private readonly families = new Map<string, Family>();
+  private readonly histograms = new Map<string, HistogramFamily>();
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -32,6 +46,7 @@ export class MetricsHub {
       }
       return existing;
     }
+    if (this.histograms.has(name)) throw new Error(`metric '${name}' declared twice with different shapes`);
     const fam: Family = { type, labelNames, cells: new Map() };
     this.families.set(name, fam);
     const config = {
@@ -81,11 +96,43 @@ export class MetricsHub {
     return (labels) => this.cell(fam, labels);
   }
 
+  /**
+   * Declares a histogram family (a real prom-client Histogram: `_bucket`, `_sum`, `_count`);
+   * returns a function that hands out the series for a label set. Keep the series and call
+   * `observe` on the hot path.
+   */
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): (labels: Labels) => Observer {
+    let fam = this.histograms.get(name);
+    if (fam) {
+      if (fam.labelNames.join() !== labelNames.join() || fam.buckets !== buckets.join()) {
+        throw new Error(`metric '${name}' declared twice with different shapes`);
+      }
+    } else {
+      if (this.families.has(name)) throw new Error(`metric '${name}' declared twice with different shapes`);
+      const histogram = new Histogram({ name, help, labelNames: [...labelNames], buckets: [...buckets], registers: [this.registry] });
+      fam = { histogram, labelNames, buckets: buckets.join(), series: new Map() };
+      this.histograms.set(name, fam);
+    }
+    const f = fam;
+    return (labels) => {
+      f.series.set(f.labelNames.map((n) => labels[n] ?? "").join("\u0000"), labels);
+      return f.histogram.labels(labels);
+    };
+  }
+
   /** Drops the cells of plugins that no longer exist (after a reload). */
   retainTags(live: ReadonlySet<string>): void {
     for (const fam of this.families.values()) {
       for (const [key, { labels }] of fam.cells) {
         if (labels.plugin_tag !== undefined && !live.has(labels.plugin_tag)) fam.cells.delete(key);
+      }
+    }
+    for (const fam of this.histograms.values()) {
+      for (const [key, labels] of fam.series) {
+        if (labels.plugin_tag !== undefined && !live.has(labels.plugin_tag)) {
+          fam.histogram.remove(labels);
+          fam.series.delete(key);
+        }
       }
     }
   }

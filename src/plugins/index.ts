@@ -3,10 +3,23 @@
 import type { AnyDefinition } from "../registry/types.js";
 import { arbitrary } from "./executors/arbitrary.js";
 import { blackHole } from "./executors/black-hole.js";
+import { cache } from "./executors/cache/index.js";
 import { forward } from "./executors/forward.js";
 import { hosts } from "./executors/hosts.js";
 import { sequence } from "./executors/sequence.js";
 import { sleep } from "./executors/sleep.js";
+import { dropResp } from "./executors/drop-resp.js";
+import { ecsHandler } from "./executors/ecs-handler.js";
+import { forwardEdns0opt } from "./executors/forward-edns0opt.js";
+import { preferIpv4, preferIpv6 } from "./executors/prefer-ip.js";
+import { redirect } from "./executors/redirect.js";
+import { ttl } from "./executors/ttl.js";
+import { debugPrint } from "./executors/debug-print.js";
+import { fallback } from "./executors/fallback.js";
+import { metricsCollector } from "./executors/metrics-collector.js";
+import { querySummary } from "./executors/query-summary.js";
+import { reloadProvider } from "./executors/reload-provider.js";
+import { reverseLookup } from "./executors/reverse-lookup.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -19,6 +32,12 @@ import { qnameMatcher } from "./matchers/qname.js";
 import { qtypeMatcher } from "./matchers/qtype.js";
 import { rcodeMatcher } from "./matchers/rcode.js";
 import { respIpMatcher } from "./matchers/resp-ip.js";
+import { envMatcher } from "./matchers/env.js";
+import { hasWantedAnsMatcher } from "./matchers/has-wanted-ans.js";
+import { questionMatcher } from "./matchers/question.js";
+import { randomMatcher } from "./matchers/random.js";
+import { rateLimiterMatcher } from "./matchers/rate-limiter.js";
+import { stringExpMatcher } from "./matchers/string-exp.js";
 import { domainSet } from "./providers/domain-set.js";
 import { ipSet } from "./providers/ip-set.js";
 import { tcpServer } from "./servers/tcp-server.js";
@@ -35,6 +54,20 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   blackHole,
   sleep,
   hosts,
+  cache,
+  ttl,
+  dropResp,
+  redirect,
+  preferIpv4,
+  preferIpv6,
+  ecsHandler,
+  forwardEdns0opt,
+  fallback,
+  reverseLookup,
+  metricsCollector,
+  querySummary,
+  debugPrint,
+  reloadProvider,
   // matchers
   trueMatcher,
   falseMatcher,
@@ -49,6 +82,12 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   clientIpMatcher,
   respIpMatcher,
   ptrIpMatcher,
+  hasWantedAnsMatcher,
+  envMatcher,
+  randomMatcher,
+  rateLimiterMatcher,
+  stringExpMatcher,
+  questionMatcher,
   // providers
   domainSet,
   ipSet,

@@ -2,6 +2,7 @@
 // Registering a new type is one file exporting a definition plus one line in catalog.ts.
 
 import type { Logger } from "pino";
+import type { Question } from "../dns/message.js";
 import type { DnsContext } from "../engine/context.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
 import type { Services } from "./services.js";
@@ -57,6 +58,8 @@ export interface MatcherPlugin extends Matcher, Lifecycle {}
 export interface ProviderPlugin extends Lifecycle, Partial<DomainProvider>, Partial<IpProvider> {
   /** Rebuild from the startup args and swap atomically; a failure keeps the old snapshot. */
   reload?(): Promise<void>;
+  /** Whole-question matching (name, and type where the provider's rules can say so); used by `question`. */
+  containsQuestion?(q: Question): boolean;
 }
 export interface ServerPlugin extends Lifecycle {
   /** Begin answering; called once the whole runtime is ready. */

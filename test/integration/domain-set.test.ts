@@ -112,7 +112,9 @@ test("a second reload while one runs is refused; queries meanwhile see a complet
   void first.finally(() => (done = true));
   let probes = 0;
   while (!done) {
-    expect(await blocked(`site${2 + (probes % 99_000)}.example`)).toBe(true);
+    // Every tenth line of the list is a full:host<i> rule; the others are domain:site<i>.
+    const n = 2 + (probes % 99_000);
+    expect(await blocked(n % 10 === 0 ? `host${n}.example` : `site${n}.example`)).toBe(true);
     probes++;
   }
   await first;

@@ -1,5 +1,7 @@
 // `domain_set`: a named, reloadable set of domain rules (inline, from files, and other domain sets).
 
+import type { Question } from "../../dns/message.js";
+import { normalizeName } from "../../dns/name.js";
 import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
 import { domainProvider } from "../../engine/rules/rule-list.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
@@ -32,11 +34,22 @@ export const domainSet = definePlugin<DomainSetArgs, "provider">({
     };
     const snapshot = await Snapshot.load("domain_set", ctx.tag, ctx.log, build);
     const sets = args.sets.map((entry, i) => domainProvider(ctx, setTag(entry), ["sets", i]));
+    // A referenced set that understands whole questions is asked with the question, not just the name.
+    const setQuestion = args.sets.map((entry, i) => {
+      const p = ctx.provider(setTag(entry));
+      return p.containsQuestion ? p.containsQuestion.bind(p) : (q: Question) => sets[i].containsName(normalizeName(q.name));
+    });
     return {
       containsName(name: string): boolean {
         const local = snapshot.current;
         if (local.size > 0 && local.has(name)) return true;
         for (let i = 0; i < sets.length; i++) if (sets[i].containsName(name)) return true;
+        return false;
+      },
+      containsQuestion(q: Question): boolean {
+        const local = snapshot.current;
+        if (local.size > 0 && local.has(normalizeName(q.name))) return true;
+        for (let i = 0; i < setQuestion.length; i++) if (setQuestion[i](q)) return true;
         return false;
       },
       reload: () => snapshot.reload(),

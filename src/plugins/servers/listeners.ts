@@ -107,12 +107,24 @@ export class TcpListener extends Listener<TcpHandler> {
 }
 
 export class ListenerPool {
+  /** By configured address (`udp|127.0.0.1:0`) and by bound address (`udp|127.0.0.1:40123`). */
   private readonly listeners = new Map<string, UdpListener | TcpListener>();
+
+  private find(protocol: "udp" | "tcp", addr: ListenAddress): UdpListener | TcpListener | undefined {
+    return this.listeners.get(`${protocol}|${addr.key}`);
+  }
+
+  private remember(protocol: "udp" | "tcp", addr: ListenAddress, listener: UdpListener | TcpListener): void {
+    this.listeners.set(`${protocol}|${addr.key}`, listener);
+    const bound = listener.address();
+    const host = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
+    this.listeners.set(`${protocol}|${addr.dualStack ? "[::]" : host}:${bound.port}`, listener);
+  }
 
   /** Binds (or takes over) a UDP socket for `owner` (a runtime). */
   async udp(addr: ListenAddress, owner: object): Promise<UdpListener> {
     const key = `udp|${addr.key}`;
-    const existing = this.listeners.get(key);
+    const existing = this.find("udp", addr);
     if (existing instanceof UdpListener) return this.claim(existing, owner);
     const socket = addr.family === 6 ? dgram.createSocket({ type: "udp6", ipv6Only: !addr.dualStack }) : dgram.createSocket("udp4");
     await new Promise<void>((resolve, reject) => {
@@ -133,13 +145,13 @@ export class ListenerPool {
       /* ICMP errors for unreachable clients surface here; nothing to do */
     });
     const listener = new UdpListener(key, socket);
-    this.listeners.set(key, listener);
+    this.remember("udp", addr, listener);
     return this.claim(listener, owner);
   }
 
   async tcp(addr: ListenAddress, owner: object): Promise<TcpListener> {
     const key = `tcp|${addr.key}`;
-    const existing = this.listeners.get(key);
+    const existing = this.find("tcp", addr);
     if (existing instanceof TcpListener) return this.claim(existing, owner);
     const server = net.createServer({ pauseOnConnect: false });
     await new Promise<void>((resolve, reject) => {
@@ -150,7 +162,7 @@ export class ListenerPool {
       });
     });
     const listener = new TcpListener(key, server);
-    this.listeners.set(key, listener);
+    this.remember("tcp", addr, listener);
     return this.claim(listener, owner);
   }
 
@@ -165,12 +177,12 @@ export class ListenerPool {
     listener.owners.delete(owner);
     if (listener.owners.size > 0) return;
     listener.handler = null;
-    if (this.listeners.get(listener.key) === listener) this.listeners.delete(listener.key);
+    for (const [key, l] of this.listeners) if (l === listener) this.listeners.delete(key);
     await listener.close();
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.listeners.values()];
+    const all = [...new Set(this.listeners.values())];
     this.listeners.clear();
     await Promise.all(all.map((l) => l.close()));
   }

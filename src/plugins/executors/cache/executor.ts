@@ -1,0 +1,317 @@
+// The cache executor: lookup and hit serving (hot path), admission after a miss, serve-stale with
+// one background refresh per key, periodic sweep and dump, and the functions the API routes call.
+
+import { readFile } from "node:fs/promises";
+import { DnsResponse } from "../../../dns/response.js";
+import type { DnsContext } from "../../../engine/context.js";
+import { isPromise, runNext, Step, type Continuation, type StepResult } from "../../../engine/types.js";
+import type { Logger } from "../../../observability/logger.js";
+import type { MetricsHub } from "../../../observability/metrics.js";
+import type { ExecutorPlugin } from "../../../registry/types.js";
+import { makeEntry, type AdmitPolicy } from "./admit.js";
+import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
+import { decodeDump, encodeDump, writeFileAtomic } from "./dump.js";
+import { InvalidEntryIdError } from "./errors.js";
+import { keyFromId, requestBits, requestEcs, type KeyParts } from "./key.js";
+import { cacheStats, type CacheStats } from "./stats.js";
+import { LruStore, type Entry } from "./store.js";
+
+export interface CacheOptions {
+  tag: string;
+  size: number;
+  shortCircuit: boolean;
+  ecsInKey: boolean;
+  policy: AdmitPolicy;
+  /** Absolute path, or null. */
+  dumpFile: string | null;
+  dumpIntervalMs: number;
+}
+
+/** RFC 8767 §4 suggests 30 s for stale answers: clients come back soon and get the refreshed one. */
+export const STALE_ANSWER_TTL = 30;
+export const REFRESH_TIMEOUT_MS = 5000;
+export const SWEEP_INTERVAL_MS = 30_000;
+
+export class CacheExecutor implements ExecutorPlugin {
+  readonly continuation = true;
+  private readonly store: LruStore;
+  private readonly stats: CacheStats;
+  private readonly shortCircuit: boolean;
+  private readonly ecsInKey: boolean;
+  private readonly policy: AdmitPolicy;
+  /** Inserts, deletions, flushes and loads since the last dump written. */
+  private changes = 0;
+  private saving: Promise<void> = Promise.resolve();
+  private timers: NodeJS.Timeout[] = [];
+  private destroyed = false;
+
+  constructor(
+    private readonly options: CacheOptions,
+    metrics: MetricsHub,
+    private readonly log: Logger,
+  ) {
+    this.store = new LruStore(options.size);
+    this.stats = cacheStats(metrics, options.tag);
+    this.shortCircuit = options.shortCircuit;
+    this.ecsInKey = options.ecsInKey;
+    this.policy = options.policy;
+  }
+
+  execute(ctx: DnsContext, next: Continuation | null): StepResult {
+    const q = ctx.query;
+    if (q.questions.length !== 1 || (q.flags & 0x7800) !== 0) return runNext(ctx, next);
+    const question = q.questions[0];
+    const bits = requestBits(q);
+    const ecs = this.ecsInKey ? requestEcs(q) : "";
+    const s = this.stats;
+    s.lookup.value++;
+    const e = this.store.find(ctx.qname, question.type, question.class, bits, ecs);
+    if (e !== undefined) {
+      // The query's arrival time: a clock read costs as much as the rest of a hit.
+      const now = ctx.startedAt;
+      if (now < e.freshUntil) {
+        s.hitFresh.value++;
+        this.serve(ctx, e, now, true);
+        return this.shortCircuit ? Step.Stop : runNext(ctx, next);
+      }
+      if (now < e.expireAt) {
+        s.hitStale.value++;
+        if (next !== null) this.refresh(ctx, e, next);
+        this.serve(ctx, e, now, false);
+        return this.shortCircuit ? Step.Stop : runNext(ctx, next);
+      }
+      s.expired.value++;
+      this.store.remove(e);
+      s.entries.value = this.store.size;
+    }
+    s.miss.value++;
+    const key: KeyParts = { qname: ctx.qname, qtype: question.type, qclass: question.class, bits, ecs };
+    const r = runNext(ctx, next);
+    if (isPromise(r)) {
+      return r.then((step) => {
+        this.admit(ctx, key);
+        return step;
+      });
+    }
+    this.admit(ctx, key);
+    return r;
+  }
+
+  /** Answers from the stored bytes: copy, then patch ID, TTLs and the question name's letter case. */
+  private serve(ctx: DnsContext, e: Entry, now: number, fresh: boolean): void {
+    const src = e.wire;
+    const out = Buffer.allocUnsafe(src.length);
+    out.set(src);
+    const id = ctx.query.id;
+    out[0] = id >>> 8;
+    out[1] = id & 0xff;
+    const at = e.ttlAt;
+    const cap = e.ttlCap;
+    if (fresh) {
+      // Whole seconds left, never 0 while fresh (0 tells clients not to cache at all).
+      let left = Math.floor((e.freshUntil - now) / 1000);
+      if (left < 1) left = 1;
+      else if (left > e.ttl) left = e.ttl; // a query that arrived before the entry was stored
+      const spent = e.ttl - left;
+      for (let i = 0; i < at.length; i++) {
+        const c = cap[i];
+        let t = c - spent;
+        if (t < 1) t = c === 0 ? 0 : 1;
+        writeTtl(out, at[i], t);
+      }
+    } else {
+      let t = Math.ceil((e.expireAt - now) / 1000);
+      if (t > STALE_ANSWER_TTL) t = STALE_ANSWER_TTL;
+      if (t > e.ttl) t = e.ttl;
+      if (t < 1) t = 1;
+      for (let i = 0; i < at.length; i++) writeTtl(out, at[i], cap[i] < t ? cap[i] : t);
+    }
+    // Echo the asker's 0x20 case: same name, so same length; only letters can differ.
+    const name = ctx.query.questions[0].name;
+    if (name !== e.storedName && name.length === e.qnameEnd - 14) {
+      for (let i = 0; i < name.length; i++) {
+        const c = name.charCodeAt(i);
+        if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122)) out[13 + i] = c;
+      }
+    }
+    this.store.touch(e, now);
+    ctx.response = DnsResponse.fromWire(out);
+  }
+
+  /** Stores the final response of a miss or refresh when it is cacheable; true when stored. */
+  private admit(ctx: DnsContext, key: KeyParts): boolean {
+    const resp = ctx.response;
+    if (resp === null || this.destroyed) return false;
+    let entry;
+    try {
+      entry = makeEntry(key, resp.toWire(), resp.index, this.policy, performance.now(), this.ecsInKey);
+    } catch {
+      entry = "uncacheable" as const;
+    }
+    const s = this.stats;
+    if (typeof entry === "string") {
+      s.skip[entry].value++;
+      return false;
+    }
+    s.evicted.value += this.store.insert(entry);
+    s.insert.value++;
+    s.entries.value = this.store.size;
+    this.changes++;
+    return true;
+  }
+
+  /** Serve-stale: runs the rest of the sequence on a copy once per key, in the background. */
+  private refresh(ctx: DnsContext, stale: Entry, next: Continuation): void {
+    if (stale.refreshing) return;
+    const s = this.stats;
+    stale.refreshing = true;
+    s.lazyStarted.value++;
+    const branch = ctx.copy();
+    branch.response = null;
+    let settled = false;
+    const finish = (ok: boolean): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      // A stored result has replaced the entry; after a failure the next stale hit may try again.
+      stale.refreshing = false;
+      if (ok) s.lazySuccess.value++;
+      else s.lazyFailed.value++;
+    };
+    const timer = setTimeout(() => finish(false), REFRESH_TIMEOUT_MS);
+    timer.unref();
+    const complete = (): void => {
+      if (!settled) finish(this.admit(branch, stale));
+    };
+    const failed = (err: unknown): void => {
+      this.log.debug({ qname: stale.qname, qtype: stale.qtype, err: err instanceof Error ? err.message : String(err) }, "cache refresh failed");
+      finish(false);
+    };
+    let r: StepResult;
+    try {
+      r = next(branch);
+    } catch (err) {
+      failed(err);
+      return;
+    }
+    if (isPromise(r)) void r.then(complete, failed);
+    else complete();
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------------------
+
+  async init(): Promise<void> {
+    const file = this.options.dumpFile;
+    if (file !== null) await this.loadFile(file);
+    const sweep = setInterval(() => {
+      this.store.sweep(performance.now());
+      this.stats.entries.value = this.store.size;
+    }, SWEEP_INTERVAL_MS);
+    sweep.unref();
+    this.timers.push(sweep);
+    if (file !== null) {
+      const dump = setInterval(() => {
+        if (this.changes > 0) this.persist().catch(() => undefined);
+      }, this.options.dumpIntervalMs);
+      dump.unref();
+      this.timers.push(dump);
+    }
+  }
+
+  async destroy(): Promise<void> {
+    // Refreshes still in flight finish unseen; the dump below is the final state.
+    this.destroyed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    if (this.options.dumpFile !== null) await this.persist().catch(() => undefined);
+  }
+
+  private async loadFile(file: string): Promise<void> {
+    let data: Buffer;
+    try {
+      data = await readFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      this.log.warn({ file, err: (err as Error).message }, "cache dump could not be read; starting empty");
+      return;
+    }
+    if (data.length === 0) return;
+    try {
+      const n = this.load(data);
+      this.changes = 0;
+      this.log.info({ file, entries: n }, "cache dump loaded");
+    } catch (err) {
+      this.log.warn({ file, err: (err as Error).message }, "cache dump ignored; starting empty");
+    }
+  }
+
+  /** Writes the dump to dump_file now (atomically); one write at a time. */
+  persist(): Promise<void> {
+    const file = this.options.dumpFile;
+    if (file === null) return Promise.reject(new Error("cache has no dump_file"));
+    const run = this.saving.then(async () => {
+      const pending = this.changes;
+      try {
+        await writeFileAtomic(file, this.dump());
+      } catch (err) {
+        this.log.warn({ file, err: (err as Error).message }, "cache dump could not be written");
+        throw err;
+      }
+      this.changes -= pending;
+    });
+    this.saving = run.catch(() => undefined);
+    return run;
+  }
+
+  // ---- API-facing functions (each route is a one-liner over these) -----------------------------
+
+  get size(): number {
+    return this.store.size;
+  }
+
+  /** Live entries, most recently used first. Throws InvalidQueryError for a bad limit or cursor. */
+  entries(query: CacheEntriesQuery = {}): CacheEntriesPage {
+    return listEntries(this.store.byRecency(), query, performance.now());
+  }
+
+  /** Throws InvalidEntryIdError for an id this cache could not have made; false when absent. */
+  deleteEntry(id: string): boolean {
+    const k = keyFromId(id);
+    if (k === null) throw new InvalidEntryIdError();
+    const e = this.store.find(k.qname, k.qtype, k.qclass, k.bits, k.ecs);
+    if (!e) return false;
+    this.store.remove(e);
+    this.stats.entries.value = this.store.size;
+    this.changes++;
+    return true;
+  }
+
+  /** Removes every entry; returns how many there were. */
+  flush(): number {
+    const n = this.store.clear();
+    this.stats.entries.value = 0;
+    this.changes++;
+    return n;
+  }
+
+  dump(): Buffer {
+    return encodeDump(this.store.byRecency(), performance.now(), Date.now());
+  }
+
+  /** Replaces the content with a dump's live entries; throws InvalidDumpError and changes nothing on bad data. */
+  load(data: Buffer): number {
+    const loaded = decodeDump(data, performance.now(), Date.now()).slice(0, this.store.capacity);
+    this.store.clear();
+    for (let i = loaded.length - 1; i >= 0; i--) this.store.insert(loaded[i]);
+    this.stats.entries.value = this.store.size;
+    this.changes++;
+    return loaded.length;
+  }
+}
+
+function writeTtl(buf: Buffer, at: number, ttl: number): void {
+  buf[at] = ttl >>> 24;
+  buf[at + 1] = (ttl >>> 16) & 0xff;
+  buf[at + 2] = (ttl >>> 8) & 0xff;
+  buf[at + 3] = ttl & 0xff;
+}

@@ -1,0 +1,86 @@
+// `cache`: answers repeated questions from stored wire bytes, runs the rest of the sequence on a miss and stores its answer.
+
+import { ArgError, argProblems, definePlugin } from "../../../registry/types.js";
+import { CacheExecutor } from "./executor.js";
+
+export { CacheExecutor } from "./executor.js";
+export type { CacheEntriesPage, CacheEntriesQuery, CacheEntryRow } from "./api.js";
+export { CacheApiError, InvalidDumpError, InvalidEntryIdError, InvalidQueryError } from "./errors.js";
+
+interface CacheArgs {
+  size: number;
+  lazy_cache_ttl?: number;
+  dump_file?: string;
+  dump_interval: number;
+  short_circuit: boolean;
+  cache_negative: boolean;
+  max_negative_ttl: number;
+  negative_ttl_without_soa: number;
+  max_positive_ttl?: number;
+  ecs_in_key: boolean;
+}
+
+const MAX_TTL = 0x7fffffff;
+
+const schema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    size: { type: "integer", minimum: 1, maximum: 100_000_000, default: 1024 },
+    lazy_cache_ttl: { type: "integer", minimum: 0, maximum: MAX_TTL },
+    dump_file: { type: "string", minLength: 1 },
+    dump_interval: { type: "integer", minimum: 0, maximum: 31_536_000, default: 600 },
+    short_circuit: { type: "boolean", default: false },
+    cache_negative: { type: "boolean", default: true },
+    max_negative_ttl: { type: "integer", minimum: 1, maximum: MAX_TTL, default: 300 },
+    negative_ttl_without_soa: { type: "integer", minimum: 0, maximum: MAX_TTL, default: 60 },
+    max_positive_ttl: { type: "integer", minimum: 1, maximum: MAX_TTL },
+    ecs_in_key: { type: "boolean", default: false },
+  },
+} as const;
+
+function validate(args: CacheArgs): void {
+  if (args.dump_file !== undefined && args.dump_interval <= 0) {
+    throw new ArgError("dump_interval must be greater than 0 when dump_file is set", ["dump_interval"]);
+  }
+}
+
+export const cache = definePlugin<CacheArgs, "executor">({
+  type: "cache",
+  kind: "executor",
+  feature: "cache",
+  summary: "Caches answers by question, DO/CD bits (and optionally ECS); serve-stale, negative caching, dumps.",
+  schema,
+  // Quick setup: `cache`, `cache short_circuit`, `cache short_circuit=true|false`.
+  quickSetup(param) {
+    const text = param.trim();
+    if (text === "") return {};
+    const m = /^short_circuit(?:=(true|false))?$/.exec(text);
+    if (!m) throw new ArgError(`unknown cache quick-setup parameter '${text}' (only short_circuit or short_circuit=true|false)`);
+    return { short_circuit: m[1] !== "false" };
+  },
+  check: (args) => argProblems(() => validate(args)),
+  create(args, ctx) {
+    validate(args);
+    const lazy = args.lazy_cache_ttl ?? 0;
+    return new CacheExecutor(
+      {
+        tag: ctx.tag,
+        size: args.size,
+        shortCircuit: args.short_circuit,
+        ecsInKey: args.ecs_in_key,
+        policy: {
+          maxPositiveTtl: args.max_positive_ttl ?? null,
+          cacheNegative: args.cache_negative,
+          maxNegativeTtl: args.max_negative_ttl,
+          negativeTtlWithoutSoa: args.negative_ttl_without_soa,
+          lazyMs: lazy * 1000,
+        },
+        dumpFile: args.dump_file === undefined ? null : ctx.resolvePath(args.dump_file),
+        dumpIntervalMs: args.dump_interval * 1000,
+      },
+      ctx.services.metrics,
+      ctx.log,
+    );
+  },
+});

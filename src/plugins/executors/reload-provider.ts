@@ -1,0 +1,69 @@
+// `reload_provider`: reloads the listed providers (domain_set, ip_set, ...) in order, from a sequence.
+
+import { Step } from "../../engine/types.js";
+import { ArgError, argProblems, definePlugin, type ProviderPlugin } from "../../registry/types.js";
+
+type ReloadProviderArgs = string[];
+
+const REF = /^\$([^\s/?#$&]+)$/;
+
+/** Tokens of the list (split on commas and whitespace), each of which must be a `$provider`. */
+function parseRefs(args: ReloadProviderArgs): { tag: string; at: (string | number)[] }[] {
+  const out: { tag: string; at: (string | number)[] }[] = [];
+  args.forEach((item, i) => {
+    for (const token of item.split(/[\s,]+/).filter((t) => t.length > 0)) {
+      const m = REF.exec(token);
+      if (!m) {
+        const why = token.startsWith("&") ? "rule files cannot be reloaded here (reload the provider that reads them)" : "only $provider references are accepted";
+        throw new ArgError(`'${token}': ${why}`, [i]);
+      }
+      out.push({ tag: m[1], at: [i] });
+    }
+  });
+  if (out.length === 0) throw new ArgError("needs at least one $provider");
+  return out;
+}
+
+export const reloadProvider = definePlugin<ReloadProviderArgs, "executor">({
+  type: "reload_provider",
+  kind: "executor",
+  feature: "core",
+  summary: "Reloads the listed $providers in order; the first failure stops it and fails the query.",
+  schema: { type: "array", minItems: 1, items: { type: "string" } },
+  shorthand: (raw) => (typeof raw === "string" ? [raw] : raw === null || raw === undefined ? [] : raw),
+  quickSetup: (param) => param,
+  check: (args) => argProblems(() => parseRefs(args)),
+  dependencies: (args) => {
+    try {
+      return parseRefs(args).map((r) => ({ argsPath: r.at, target: r.tag, kind: "provider" as const }));
+    } catch (err) {
+      if (err instanceof ArgError) return [];
+      throw err;
+    }
+  },
+  create(args, ctx) {
+    const targets = parseRefs(args).map((r) => {
+      const provider: ProviderPlugin = ctx.provider(r.tag);
+      if (typeof provider.reload !== "function") throw new ArgError(`provider '${r.tag}' cannot be reloaded`, r.at);
+      return { tag: r.tag, reload: provider.reload.bind(provider) };
+    });
+    const labels = { plugin_tag: ctx.tag };
+    const m = ctx.services.metrics;
+    const attempts = m.counter("reload_provider_reload_total", "reload_provider: provider reloads attempted", ["plugin_tag"])(labels);
+    const failures = m.counter("reload_provider_reload_error_total", "reload_provider: provider reloads that failed", ["plugin_tag"])(labels);
+    return {
+      async execute() {
+        for (const t of targets) {
+          attempts.value++;
+          try {
+            await t.reload();
+          } catch (err) {
+            failures.value++;
+            throw new Error(`reload_provider: reloading '${t.tag}' failed: ${(err as Error).message}`, { cause: err });
+          }
+        }
+        return Step.Next;
+      },
+    };
+  },
+});

@@ -1,0 +1,90 @@
+// Serve-stale (lazy_cache_ttl): expired answers are served at once while exactly one background
+// refresh per name asks upstream; a failed refresh keeps the stale answer and is counted.
+
+import { afterEach, expect, test } from "vitest";
+import { RCODE } from "../../src/dns/constants.js";
+import { decodeMessage, replyTo } from "../../src/dns/message.js";
+import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { answerWith, type Responder } from "../helpers/responder.js";
+import type { RunningSluice } from "../helpers/sluice.js";
+import { asked, cacheSluice, metric, negative, sleep, upstream } from "./cache-helpers.js";
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(handler: Parameters<typeof upstream>[0]): Promise<{ up: Responder; s: RunningSluice }> {
+  const up = await upstream(handler);
+  cleanups.push(() => up.close());
+  const s = await cacheSluice("{ lazy_cache_ttl: 60 }", up.port);
+  cleanups.push(() => s.stop());
+  return { up, s };
+}
+
+test("after expiry 100 concurrent queries are answered at once from the stale entry and upstream sees exactly one refresh", async () => {
+  let calls = 0;
+  const { up, s } = await setup(async (q) => {
+    calls++;
+    if (calls === 1) return answerWith(q, ["192.0.2.1"], 1);
+    await sleep(1500); // the refresh is slow: stale answers must not wait for it
+    return answerWith(q, ["192.0.2.2"], 300);
+  });
+  await ask(s.udpPort, "stale.example");
+  await sleep(1300);
+  const started = performance.now();
+  const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => udpExchange(s.udpPort, buildQuery("stale.example", "A", { id: i + 1 }), 3000)));
+  const took = performance.now() - started;
+  for (const [i, raw] of answers.entries()) {
+    expect(raw).not.toBeNull();
+    const m = decodeMessage(raw as Buffer);
+    expect(m.id).toBe(i + 1);
+    expect(answerIps(m)).toEqual(["192.0.2.1"]);
+    expect(m.answers[0].ttl).toBe(1);
+  }
+  expect(took).toBeLessThan(1200);
+  await sleep(1700);
+  expect(asked(up, "stale.example")).toBe(2);
+  const refreshed = await ask(s.udpPort, "stale.example");
+  expect(answerIps(refreshed)).toEqual(["192.0.2.2"]);
+  expect(refreshed.answers[0].ttl).toBeGreaterThanOrEqual(298);
+  expect(asked(up, "stale.example")).toBe(2);
+  expect(await metric(s, "cache_hit_total", { plugin_tag: "c", kind: "stale" })).toBe(100);
+  expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "started" })).toBe(1);
+  expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "success" })).toBe(1);
+});
+
+test("a refresh that gets no cacheable answer is counted as failed, the stale answer stays, and a later stale hit retries", async () => {
+  let calls = 0;
+  const { up, s } = await setup((q) => {
+    calls++;
+    return calls === 1 ? answerWith(q, ["192.0.2.1"], 1) : replyTo(q, RCODE.SERVFAIL);
+  });
+  await ask(s.udpPort, "flaky.example");
+  await sleep(1300);
+  const stale = await ask(s.udpPort, "flaky.example");
+  expect(answerIps(stale)).toEqual(["192.0.2.1"]);
+  await sleep(300);
+  expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "failed" })).toBe(1);
+  const again = await ask(s.udpPort, "flaky.example");
+  expect(answerIps(again)).toEqual(["192.0.2.1"]);
+  await sleep(300);
+  expect(asked(up, "flaky.example")).toBe(3);
+  expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "started" })).toBe(2);
+});
+
+test("lazy_cache_ttl does not apply to negative answers: once expired they are asked for again", async () => {
+  let calls = 0;
+  const { up, s } = await setup((q) => {
+    calls++;
+    return calls === 1 ? negative(q, RCODE.NXDOMAIN, 60, 1) : answerWith(q, ["192.0.2.5"], 300);
+  });
+  expect(rcodeOf(await ask(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
+  expect(rcodeOf(await ask(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
+  expect(asked(up, "neg.example")).toBe(1);
+  await sleep(1300);
+  const after = await ask(s.udpPort, "neg.example");
+  expect(answerIps(after)).toEqual(["192.0.2.5"]);
+  expect(asked(up, "neg.example")).toBe(2);
+  expect(await metric(s, "cache_hit_total", { plugin_tag: "c", kind: "stale" })).toBe(0);
+});
