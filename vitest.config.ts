@@ -7,6 +7,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // Two files at a time: most of the suite waits on sockets and child processes, not the CPU.
+    maxWorkers: 2,
     reporters: ["default"],
   },
 });

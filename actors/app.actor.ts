@@ -3,6 +3,7 @@
 
 import { createActor, fromPromise, type Actor, type AnyActorRef } from "xstate";
 import { appMachine, type ReloadOutcome } from "../machines/app.machine.js";
+import { configMachine, type SaveRequest, type SaveResult } from "../machines/config.machine.js";
 import type { reloadMachine } from "../machines/reload.machine.js";
 import type { Bus } from "../src/bus.js";
 import { actorPath } from "./inspect.js";
@@ -12,10 +13,13 @@ export interface AppProcedures {
   startRuntime(): Promise<{ version: string }>;
   reloadRuntime(): Promise<ReloadOutcome>;
   stopRuntime(restart: boolean): Promise<void>;
+  /** One configuration save (PUT /api/config); the config actor runs one at a time. */
+  saveConfig(request: SaveRequest): Promise<SaveResult>;
 }
 
 export type AppActor = Actor<typeof appMachine>;
 export type ReloadActor = Actor<typeof reloadMachine>;
+export type ConfigActor = Actor<typeof configMachine>;
 
 /**
  * xstate starts an invoked promise inside the transition that invokes it; the procedures send
@@ -30,6 +34,9 @@ export function createAppActor(app: AppProcedures, bus: Bus): AppActor {
       startRuntime: fromPromise(() => afterTransition(() => app.startRuntime())),
       reloadRuntime: fromPromise(() => afterTransition(() => app.reloadRuntime())),
       stopRuntime: fromPromise(({ input }: { input: { restart: boolean } }) => afterTransition(() => app.stopRuntime(input.restart))),
+      config: configMachine.provide({
+        actors: { save: fromPromise(({ input }: { input: SaveRequest }) => afterTransition(() => app.saveConfig(input))) },
+      }),
     },
   });
   return createActor(machine, {

@@ -1,8 +1,10 @@
 // Application lifecycle: starting (API listener) → initializing (plugins) → serving ⇄ reloading →
-// shutting_down | restarting → stopped. The reload status lives in the child actor `reload`.
+// shutting_down | restarting → stopped. The reload status lives in the child actor `reload`,
+// configuration saves in the child actor `config`.
 // Work is done by invoked actors that actors/app.ts provides; this file has no I/O.
 
 import { assign, enqueueActions, fromPromise, sendParent, sendTo, setup } from "xstate";
+import { configMachine } from "./config.machine.js";
 import { reloadMachine } from "./reload.machine.js";
 import { runtimeMachine } from "./runtime.machine.js";
 
@@ -55,6 +57,8 @@ export const appMachine = setup({
     // The reload actor tells its parent (this app) when a reload is waiting.
     reload: reloadMachine.provide({ actions: { askAppToReload: sendParent({ type: "RELOAD.PENDING" }) } }),
     runtime: runtimeMachine,
+    // Serialises PUT /api/config; its `save` actor is provided by actors/app.actor.ts.
+    config: configMachine,
     startApi: fromPromise<void>(() => Promise.resolve()),
     startRuntime: fromPromise<{ version: string }>(() => Promise.resolve({ version: "" })),
     reloadRuntime: fromPromise<ReloadOutcome>(() => Promise.resolve({ at: 0, version: "" })),
@@ -95,7 +99,10 @@ export const appMachine = setup({
   id: "app",
   initial: "starting",
   context: { shutdownRequested: false, restartRequested: false, error: null },
-  invoke: { id: "reload", systemId: "reload", src: "reload" },
+  invoke: [
+    { id: "reload", systemId: "reload", src: "reload" },
+    { id: "config", systemId: "config", src: "config" },
+  ],
   on: {
     "RUNTIME.NEW": { actions: "spawnRuntime" },
     "RUNTIME.REMOVE": { actions: "removeRuntime" },
@@ -103,11 +110,11 @@ export const appMachine = setup({
   output: ({ context }) => ({ restart: context.restartRequested && context.error === null, error: context.error }),
   states: {
     starting: {
-      invoke: { src: "startApi", onDone: "initializing", onError: { target: "stopped", actions: "recordError" } },
+      invoke: { id: "startApi", src: "startApi", onDone: "initializing", onError: { target: "stopped", actions: "recordError" } },
       on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" } },
     },
     initializing: {
-      invoke: { src: "startRuntime", onDone: { target: "serving", actions: "reportRunningVersion" }, onError: { target: "shutting_down", actions: "recordError" } },
+      invoke: { id: "startRuntime", src: "startRuntime", onDone: { target: "serving", actions: "reportRunningVersion" }, onError: { target: "shutting_down", actions: "recordError" } },
       on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" } },
     },
     serving: {
@@ -124,6 +131,7 @@ export const appMachine = setup({
     },
     reloading: {
       invoke: {
+        id: "reloadRuntime",
         src: "reloadRuntime",
         onDone: { target: "serving", actions: "reportReloadSucceeded" },
         onError: { target: "serving", actions: "reportReloadFailed" },
@@ -131,10 +139,10 @@ export const appMachine = setup({
       on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" } },
     },
     shutting_down: {
-      invoke: { src: "stopRuntime", input: { restart: false }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
+      invoke: { id: "stopRuntime", src: "stopRuntime", input: { restart: false }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
     },
     restarting: {
-      invoke: { src: "stopRuntime", input: { restart: true }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
+      invoke: { id: "stopRuntime", src: "stopRuntime", input: { restart: true }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
     },
     stopped: { type: "final" },
   },

@@ -11,6 +11,15 @@ const HEADERS = "Authorization, Content-Type, Accept, Last-Event-ID";
 
 export type CorsHeaders = Record<string, string>;
 
+/** The URL parser's form of a host, so `[FD00:0::1]` in the config matches the origin `http://[fd00::1]`. */
+function canonicalHost(host: string): string {
+  try {
+    return new URL(`http://${host}`).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return host.toLowerCase().replace(/^\[|\]$/g, "");
+  }
+}
+
 export class CorsPolicy {
   private constructor(
     private readonly wildcard: boolean,
@@ -22,7 +31,7 @@ export class CorsPolicy {
     const list = config.cors?.allowed_origins ?? [];
     if (list.length > 0) return new CorsPolicy(list.includes("*"), new Set(list.filter((o) => o !== "*")), new Set());
     const addr = parseListen(config.listen);
-    const host = addr.host.toLowerCase();
+    const host = canonicalHost(addr.family === 6 ? `[${addr.host}]` : addr.host);
     if (host === "0.0.0.0" || host === "::") return new CorsPolicy(true, new Set(), new Set());
     const hosts = new Set([host]);
     if (host === "127.0.0.1" || host === "::1") hosts.add("localhost");
@@ -40,7 +49,7 @@ export class CorsPolicy {
     }
   }
 
-  /** Headers for a response to a request with this Origin (none when not allowed). */
+  /** Headers for a response to a request with this Origin (no Allow-* headers when not allowed). */
   headers(origin: string | undefined): CorsHeaders {
     if (origin !== undefined && this.allows(origin)) {
       return {
@@ -51,9 +60,9 @@ export class CorsPolicy {
         vary: "Origin",
       };
     }
-    if (this.wildcard) {
-      return { "access-control-allow-origin": "*", "access-control-allow-methods": METHODS, "access-control-allow-headers": HEADERS };
-    }
-    return {};
+    // Unless the answer is the same for every origin, caches must not reuse it for another origin.
+    const vary: CorsHeaders = this.exact.size > 0 || this.hosts.size > 0 ? { vary: "Origin" } : {};
+    if (this.wildcard) return { "access-control-allow-origin": "*", "access-control-allow-methods": METHODS, "access-control-allow-headers": HEADERS, ...vary };
+    return vary;
   }
 }

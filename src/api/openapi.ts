@@ -47,8 +47,8 @@ export function buildOpenApi(routes: RouteOptions[], app: App): Json {
     const responses: Json = {};
     for (const [status, s] of Object.entries((schema.response ?? {}) as Record<string, Json>)) responses[status] = responseFor(status, s);
     if (!responses["200"] && !Object.keys(responses).some((k) => k.startsWith("2"))) responses["200"] = { description: "Success" };
-    responses["400"] ??= responseFor("400", errorSchema as unknown as Json);
-    if (app.config.api?.auth) responses["401"] = responseFor("401", errorSchema as unknown as Json);
+    responses["400"] ??= responseFor("400", errorSchema);
+    if (app.config.api?.auth) responses["401"] = responseFor("401", errorSchema);
     for (const method of methods) {
       const op: Json = {
         summary: schema.summary ?? `${method} ${route.url}`,

@@ -18,7 +18,7 @@ export interface ReloadRecord {
 
 export function reloadRecord(app: App): ReloadRecord {
   const snap = app.reloadActor.getSnapshot();
-  const status = snap.value as ReloadRecord["status"];
+  const status = snap.value;
   return { status, pending: status === "pending", in_progress: status === "in_progress", ...snap.context };
 }
 

@@ -3,7 +3,7 @@
 // same route schemas that validate requests. Auth, CORS and WebUI follow reloads; the listen
 // address and TLS files need a restart.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from "fastify";
 import type { App } from "../app/app.js";
@@ -13,8 +13,10 @@ import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody } from "./errors.js";
 import { buildOpenApi } from "./openapi.js";
+import { registerConfigRoutes } from "./routes/config.js";
 import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
+import { registerLogRoutes } from "./routes/logs.js";
 import { WebUi } from "./webui.js";
 
 /** Large configurations are sent whole to PUT /api/config. */
@@ -46,27 +48,61 @@ function resolvePath(app: App, p: string): string {
   return isAbsolute(p) ? p : resolve(app.options.baseDir, p);
 }
 
+function readTlsFile(app: App, field: string, p: string): Buffer {
+  const full = resolvePath(app, p);
+  try {
+    return readFileSync(full);
+  } catch (err) {
+    throw new Error(`api.http.ssl.${field}: cannot read ${full} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+  }
+}
+
 function tlsOptions(app: App, config: ApiConfig): { cert: Buffer; key: Buffer; ca?: Buffer; requestCert?: boolean; rejectUnauthorized?: boolean } | null {
   const ssl = config.ssl;
   if (!ssl?.cert || !ssl.key) return null;
-  const ca = ssl.client_ca ? readFileSync(resolvePath(app, ssl.client_ca)) : undefined;
+  // The config check refuses this too; without a CA there is nothing to verify client certificates against.
+  if (ssl.require_client_cert === true && !ssl.client_ca) throw new Error("api.http.ssl.require_client_cert needs ssl.client_ca");
+  const ca = ssl.client_ca ? readTlsFile(app, "client_ca", ssl.client_ca) : undefined;
   return {
-    cert: readFileSync(resolvePath(app, ssl.cert)),
-    key: readFileSync(resolvePath(app, ssl.key)),
+    cert: readTlsFile(app, "cert", ssl.cert),
+    key: readTlsFile(app, "key", ssl.key),
     ...(ca ? { ca, requestCert: true, rejectUnauthorized: ssl.require_client_cert === true } : {}),
   };
 }
 
 function makePolicy(app: App, config: ApiConfig): Policy {
+  const webuiRoot = config.webui ? resolvePath(app, config.webui.root) : null;
+  if (webuiRoot !== null && !isDirectory(webuiRoot)) {
+    app.log.warn({ target: "api", root: webuiRoot }, "webui.root is not a directory; WebUI requests get 404 until it exists");
+  }
   return {
     config,
     auth: BasicAuth.from(config),
     cors: CorsPolicy.from(config),
-    webui: config.webui ? new WebUi(resolvePath(app, config.webui.root), config.webui.index) : null,
+    webui: config.webui && webuiRoot !== null ? new WebUi(webuiRoot, config.webui.index) : null,
   };
 }
 
-const isApi = (url: string): boolean => url === "/api" || url.startsWith("/api/") || url.startsWith("/api?");
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const isApiPath = (path: string): boolean => path === "/api" || path.startsWith("/api/");
+
+/**
+ * True for requests that belong to the API (auth + CORS), judged on the raw and the percent-decoded
+ * path and on the matched route: the router matches decoded paths, so `/%61pi/...` reaches API routes.
+ */
+function isApi(url: string, route?: string): boolean {
+  if (route !== undefined && isApiPath(route)) return true;
+  const raw = url.split("?")[0] ?? "";
+  // Only ASCII escapes matter for the prefix; decoding them alone never fails on bad escapes elsewhere.
+  return isApiPath(raw) || isApiPath(raw.replace(/%[0-7][0-9a-f]/gi, (e) => String.fromCharCode(parseInt(e.slice(1), 16))));
+}
 
 function validationCode(context: string | undefined): string {
   return context === "querystring" ? "invalid_query" : context === "params" ? "invalid_path" : "invalid_request";
@@ -79,6 +115,12 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
     bodyLimit: BODY_LIMIT,
     forceCloseConnections: true,
     ...(tls ? { https: tls } : {}),
+    // A path with bad percent-encoding: the API gate still applies; outside /api no file can match it.
+    frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+      const api = isApi(req.url);
+      if (api && gate(req, reply)) return;
+      void reply.code(api ? 400 : 404).send(api ? errorBody("invalid_path", err.message) : errorBody("not_found", "no such file"));
+    },
     ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true } },
   }) as unknown as FastifyInstance;
   let policy = makePolicy(app, initial);
@@ -90,15 +132,23 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
   // Raw bodies (YAML for /api/config/validate) arrive as text whatever the content type says.
   fastify.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
-  fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
-    if (!isApi(req.url)) return;
-    const cors = policy.cors.headers(req.headers.origin);
-    void reply.headers(cors);
+  /** CORS headers, preflight and Basic Auth for API requests; true when it answered the request. */
+  const gate = (req: FastifyRequest, reply: FastifyReply): boolean => {
+    void reply.headers(policy.cors.headers(req.headers.origin));
     // Preflight is answered before auth and before route lookup.
-    if (req.method === "OPTIONS") return reply.code(204).send();
-    if (policy.auth && !policy.auth.check(req.headers.authorization)) {
-      return reply.code(401).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
+    if (req.method === "OPTIONS") {
+      void reply.code(204).send();
+      return true;
     }
+    if (policy.auth && !policy.auth.check(req.headers.authorization)) {
+      void reply.code(401).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
+      return true;
+    }
+    return false;
+  };
+
+  fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
+    if (isApi(req.url, req.routeOptions.url) && gate(req, reply)) return reply;
   });
 
   fastify.setErrorHandler((err: FastifyError, req, reply) => {
@@ -124,8 +174,10 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
 
   const ctx: RouteContext = { app };
   registerControlRoutes(fastify, ctx);
+  registerConfigRoutes(fastify, ctx);
   registerInspectRoutes(fastify, ctx);
-  fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, async () => buildOpenApi(routes, app));
+  registerLogRoutes(fastify, ctx);
+  fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, app));
   await fastify.ready();
 
   const addr = parseListen(initial.listen);

@@ -4,11 +4,13 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { createAppActor, type AppActor, type ReloadActor } from "../../actors/app.actor.js";
+import { createAppActor, type AppActor, type ConfigActor, type ReloadActor } from "../../actors/app.actor.js";
 import { runtimeObserver } from "../../actors/runtime.observer.js";
 import { ReloadFailure, type AppOutput, type ReloadOutcome } from "../../machines/app.machine.js";
+import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
 import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
+import { saveConfigFile } from "./config-save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
@@ -82,6 +84,15 @@ export class App {
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
     this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir };
     this.actor = createAppActor(this, this.bus);
+    // Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed.
+    const last = new Map<string, string>();
+    this.bus.on("actor.transition", (t) => {
+      if (t.id !== "app" && t.id !== "reload") return;
+      const state = JSON.stringify(t.state);
+      if (last.get(t.id) === state) return;
+      last.set(t.id, state);
+      this.log.info({ target: "control", actor: t.id, state: t.state }, "state changed");
+    });
     this.done = new Promise((resolve) => {
       this.actor.subscribe({ complete: () => resolve(this.actor.getSnapshot().output as AppOutput) });
     });
@@ -94,7 +105,8 @@ export class App {
     const app = new App({ ...options, catalog }, initial);
     app.actor.start();
     const snap = await waitFor(app.actor, (s) => s.matches("serving") || s.status === "done", { timeout: Infinity });
-    if (snap.status === "done") throw app.startupError ?? new Error(snap.context.error ?? "startup failed");
+    // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
+    if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
     return app;
   }
 
@@ -112,8 +124,18 @@ export class App {
     return this.current?.number ?? 0;
   }
 
+  /** The management API listener, when the configuration has an `api` section. */
+  get apiServer(): ApiServer | null {
+    return this.api;
+  }
+
   get reloadActor(): ReloadActor {
     return this.actor.system.get("reload") as ReloadActor;
+  }
+
+  /** Serialises configuration saves (PUT /api/config). */
+  get configActor(): ConfigActor {
+    return this.actor.system.get("config") as ConfigActor;
   }
 
   /** Graceful stop through the app machine; resolves when stopped. */
@@ -134,7 +156,6 @@ export class App {
 
   async startRuntime(): Promise<{ version: string }> {
     const { config, analysis } = this.initial as { config: SluiceConfig; analysis: Analysis };
-    this.initial = null;
     try {
       const gen = await this.buildGeneration(config, analysis);
       await gen.runtime.start();
@@ -151,7 +172,7 @@ export class App {
   /** Builds the new generation beside the running one; swaps only when it is ready. */
   async reloadRuntime(): Promise<ReloadOutcome> {
     const path = this.config.path as string;
-    let config: SluiceConfig | null = null;
+    let config: SluiceConfig;
     try {
       config = loadConfigFile(path, { env: this.options.env });
     } catch (err) {
@@ -181,6 +202,11 @@ export class App {
     throw new ReloadFailure(message, Date.now());
   }
 
+  /** Writes the configuration file the process runs (the config actor calls it, one at a time). */
+  saveConfig(request: SaveRequest): Promise<SaveResult> {
+    return saveConfigFile(request, { path: this.config.path as string, catalog: this.catalog, env: this.options.env ?? process.env, log: this.log });
+  }
+
   async stopRuntime(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
     if (this.current) await this.retire(this.current);
@@ -208,6 +234,7 @@ export class App {
 
   private activate(gen: Generation): void {
     this.current = gen;
+    this.initial = null;
     runtimeObserver(this.actor, gen.number).runtime({ type: "RUNTIME.ACTIVE" });
     if (!this.options.logLevel) this.log.level = pinoLevel(gen.config.log.level);
     if (gen.config.api) this.api?.updatePolicy(gen.config.api);

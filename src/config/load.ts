@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
 import { validateSchema } from "./ajv.js";
+import { apiProblems } from "./api-check.js";
 import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
 import { expandDocument } from "./expand.js";
 import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
@@ -72,12 +73,19 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
   const raw = tree as RawConfig;
   const schemaProblems = validateSchema(configSchema, raw);
   for (const p of schemaProblems) problems.push(source.locate(p.path, p.message, p.key));
-  return schemaProblems.length > 0 ? null : { source, raw };
+  if (schemaProblems.length > 0) return null;
+  const apiChecks = raw.api?.http ? apiProblems(raw.api.http) : [];
+  for (const p of apiChecks) problems.push(source.locate(["api", "http", ...p.path], p.message));
+  return apiChecks.length > 0 ? null : { source, raw };
+}
+
+/** The text a file's version and parse are taken from: without a leading byte-order mark. */
+export function withoutBom(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 function readText(path: string): string {
-  const text = readFileSync(path, "utf8");
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  return withoutBom(readFileSync(path, "utf8"));
 }
 
 function collectPlugins(
@@ -131,23 +139,34 @@ function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig
 
 /** Loads a configuration file and everything it includes. Throws ConfigError listing every problem. */
 export function loadConfigFile(path: string, options: LoadOptions = {}): SluiceConfig {
-  const env = options.env ?? process.env;
   const file = resolve(path);
   let text: string;
   try {
-    text = readText(file);
+    // loadConfigSource drops a byte-order mark.
+    text = readFileSync(file, "utf8");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new ConfigError([{ file, line: 1, column: 1, endLine: 1, endColumn: 2, message: `cannot read configuration file: ${code}` }]);
   }
+  return loadConfigSource(text, file, options);
+}
+
+/**
+ * Loads `text` as if it were the content of the file at `path`: includes resolve next to it and
+ * diagnostics name it. Lets PUT /api/config validate what a file will become before writing it.
+ */
+export function loadConfigSource(text: string, path: string, options: LoadOptions = {}): SluiceConfig {
+  const env = options.env ?? process.env;
+  const file = resolve(path);
+  const source = withoutBom(text);
   const problems: Diagnostic[] = [];
-  const parsed = parseText(text, file, env, problems);
+  const parsed = parseText(source, file, env, problems);
   if (!parsed) throw new ConfigError(problems);
   const plugins: PluginConfig[] = [];
   const files = [file];
   collectPlugins(parsed, file, 0, [file], env, problems, plugins, files);
   if (problems.length > 0) throw new ConfigError(problems);
-  return assemble(parsed, file, plugins, files, text);
+  return assemble(parsed, file, plugins, files, source);
 }
 
 /**

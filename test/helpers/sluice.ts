@@ -14,6 +14,10 @@ export interface RunningSluice {
   port(tag?: string): number;
   udpPort: number;
   tcpPort: number;
+  /** Base URL of the management API (when the config has an `api` section), e.g. http://127.0.0.1:40123 */
+  apiUrl: string;
+  /** fetch() against the management API; `path` starts with /api/. */
+  api(path: string, init?: RequestInit): Promise<Response>;
   /** Log lines written so far (parsed JSON). */
   logs: Record<string, unknown>[];
   stop(): Promise<void>;
@@ -46,10 +50,17 @@ export async function startSluice(yaml: string, files: Record<string, string> = 
     const s = servers.find((p) => (p.instance as ServerPlugin).address().protocol === proto);
     return s ? (s.instance as ServerPlugin).address().port : 0;
   };
+  const apiAddr = app.apiServer?.address();
+  const apiUrl = apiAddr ? `${apiAddr.protocol}://${apiAddr.address.includes(":") ? `[${apiAddr.address}]` : apiAddr.address}:${apiAddr.port}` : "";
   return {
     app,
     dir,
     port,
+    apiUrl,
+    api: (path, init) => {
+      if (!apiUrl) throw new Error("this configuration has no api section");
+      return fetch(apiUrl + path, init);
+    },
     udpPort: byProto("udp"),
     tcpPort: byProto("tcp"),
     logs,
@@ -70,4 +81,21 @@ export function serversYaml(entry = "main"): string {
     type: tcp_server
     args: { entry: ${entry}, listen: "127.0.0.1:0" }
 `;
+}
+
+/**
+ * A configuration with the management API and `main` running `exec`, in front of a UDP server
+ * (and a TCP server unless `tcp` is null). Addresses default to 127.0.0.1 port 0.
+ */
+export function apiYaml(exec: string, at: { api?: string; udp?: string; tcp?: string | null } = {}): string {
+  const tcp = at.tcp === null ? "" : `  - { tag: tcp, type: tcp_server, args: { entry: main, listen: "${at.tcp ?? "127.0.0.1:0"}" } }\n`;
+  return `api:
+  http: ${at.api ?? "127.0.0.1:0"}
+plugins:
+  - tag: main
+    type: sequence
+    args:
+      - exec: ${exec}
+  - { tag: udp, type: udp_server, args: { entry: main, listen: "${at.udp ?? "127.0.0.1:0"}" } }
+${tcp}`;
 }

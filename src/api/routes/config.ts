@@ -1,0 +1,265 @@
+// Configuration routes: read the file, save it (through the config actor, one save at a time),
+// check the file on disk, and validate text from the request body.
+
+import { randomUUID } from "node:crypto";
+import { open } from "node:fs/promises";
+import { Ajv } from "ajv";
+import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
+import { waitFor } from "xstate";
+import type { SaveRequest, SaveResult, SaveSuccess } from "../../../machines/config.machine.js";
+import type { App } from "../../app/app.js";
+import { fileVersion } from "../../app/config-save.js";
+import { ConfigError } from "../../config/diagnostics.js";
+import { loadConfigFile, loadConfigText, withoutBom } from "../../config/load.js";
+import { diagnosticReport, problemSummary } from "../../config/report.js";
+import { analyzeConfig, type Analysis } from "../../registry/analyze.js";
+import { ApiError, errorSchema } from "../errors.js";
+import { reloadRecord, type ReloadRecord } from "../records.js";
+import type { RouteContext } from "../server.js";
+
+interface SaveBody {
+  format?: string;
+  content: string;
+  base_version?: string | null;
+  validate: boolean;
+  reload: boolean;
+}
+
+const saveBodySchema = {
+  type: "object",
+  required: ["content"],
+  properties: {
+    format: { type: "string", description: "Must be yaml (the default)." },
+    content: { type: "string", description: "Full YAML text, written as sent (${VAR} placeholders stay)." },
+    base_version: { type: ["string", "null"], pattern: "^[0-9a-fA-F]{64}$", description: "Version the edit started from (GET /api/config)." },
+    validate: { type: "boolean", default: true, description: "Validate fully before writing; false checks YAML syntax only." },
+    reload: { type: "boolean", default: false, description: "Request a reload after a successful save." },
+  },
+} as const;
+
+// The server's ajv coerces types (for query strings); a save body must not turn 42 into "42".
+const strictAjv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false, allowUnionTypes: true });
+const strictBody: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);
+
+const diagnosticsSchema = { type: "array", items: { type: "string" } } as const;
+const detailsSchema = { type: "array", items: { type: "object", additionalProperties: true } } as const;
+const anyObject = { type: "object", additionalProperties: true } as const;
+
+const fileRecordSchema = {
+  type: "object",
+  properties: {
+    ok: { type: "boolean" },
+    path: { type: "string" },
+    format: { type: "string" },
+    content: { type: "string" },
+    version: { type: "string" },
+    updated_at_ms: { type: "integer" },
+  },
+} as const;
+
+const savedSchema = {
+  type: "object",
+  properties: {
+    ok: { type: "boolean" },
+    path: { type: "string" },
+    format: { type: "string" },
+    version: { type: "string" },
+    updated_at_ms: { type: "integer" },
+    plugin_count: { type: "integer" },
+    init_order: { type: "array", items: { type: "string" } },
+    reload: { type: ["object", "null"], additionalProperties: true },
+    message: { type: "string" },
+    diagnostics: diagnosticsSchema,
+    diagnostic_details: detailsSchema,
+  },
+} as const;
+
+const validSchema = {
+  type: "object",
+  properties: {
+    ok: { type: "boolean" },
+    source: { type: "string" },
+    path: { type: ["string", "null"] },
+    plugin_count: { type: "integer" },
+    dependency_graph: anyObject,
+    message: { type: "string" },
+  },
+} as const;
+
+function validBody(source: "file" | "body", path: string | null, analysis: Analysis): Record<string, unknown> {
+  return { ok: true, source, path, plugin_count: analysis.plugins.length, dependency_graph: analysis.graph, message: "configuration is valid" };
+}
+
+function invalid(code: string, err: ConfigError): ApiError {
+  return new ApiError(400, code, `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) });
+}
+
+/** Reads the file once through one descriptor, so text and mtime belong to the same file even mid-save. */
+async function readConfigFile(path: string): Promise<{ content: string; mtimeMs: number }> {
+  const handle = await open(path, "r");
+  try {
+    const [text, st] = await Promise.all([handle.readFile("utf8"), handle.stat()]);
+    return { content: withoutBom(text), mtimeMs: st.mtimeMs };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Sends SAVE to the config actor and waits for this request's result. */
+async function runSave(app: App, request: SaveRequest): Promise<SaveResult> {
+  const actor = app.configActor;
+  if (actor.getSnapshot().status !== "active") throw new ApiError(503, "config_save_unavailable", "the application is stopping; the configuration cannot be saved now");
+  const event = { type: "SAVE" as const, request };
+  if (!actor.getSnapshot().can(event)) throw new ApiError(409, "config_save_busy", "another save is in progress; retry once it has finished");
+  actor.send(event);
+  try {
+    const snap = await waitFor(actor, (s) => s.context.results.some((r) => r.requestId === request.requestId), { timeout: Infinity });
+    return snap.context.results.find((r) => r.requestId === request.requestId) as SaveResult;
+  } catch {
+    throw new ApiError(503, "config_save_unavailable", "the application stopped before the save finished; GET /api/config shows what the file holds");
+  }
+}
+
+/** Asks the reload actor for a reload after a save; the file is already written either way. */
+function requestReload(app: App, saved: SaveSuccess): ReloadRecord {
+  const extra = { path: saved.path, version: saved.version, updated_at_ms: saved.updated_at_ms, saved: true };
+  if (app.actor.getSnapshot().status !== "active") {
+    throw new ApiError(500, "control_command_failed", "the configuration was saved, but the application is stopping, so no reload was requested", extra);
+  }
+  const reload = app.reloadActor;
+  if (!reload.getSnapshot().can({ type: "RELOAD.REQUEST" })) {
+    throw new ApiError(409, "reload_busy", "the configuration was saved, but a reload is already pending or in progress, so no new reload was requested", extra);
+  }
+  reload.send({ type: "RELOAD.REQUEST" });
+  return reloadRecord(app);
+}
+
+export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext): void {
+  const configPath = (): string => app.config.path as string;
+  const env = (): NodeJS.ProcessEnv => app.options.env ?? process.env;
+
+  api.get(
+    "/api/config",
+    { schema: { summary: "The configuration file as written (placeholders not expanded), with its version", tags: ["config"], response: { 200: fileRecordSchema, 500: errorSchema } } },
+    async () => {
+      const path = configPath();
+      let file: { content: string; mtimeMs: number };
+      try {
+        file = await readConfigFile(path);
+      } catch (err) {
+        throw new ApiError(500, "config_read_failed", `cannot read the configuration file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      }
+      return { ok: true, path, format: "yaml", content: file.content, version: fileVersion(file.content), updated_at_ms: Math.trunc(file.mtimeMs) };
+    },
+  );
+
+  api.put(
+    "/api/config",
+    {
+      schema: {
+        summary: "Save the configuration file (atomically; optionally reload)",
+        tags: ["config"],
+        body: saveBodySchema,
+        response: { 200: savedSchema, 400: errorSchema, 409: errorSchema, 500: errorSchema, 503: errorSchema },
+      },
+      validatorCompiler: strictBody,
+    },
+    async (req) => {
+      const body = req.body as SaveBody;
+      if (body.format !== undefined && body.format !== "yaml") throw new ApiError(400, "unsupported_config_format", `format must be yaml, not '${body.format}'`);
+      const result = await runSave(app, { requestId: randomUUID(), content: body.content, baseVersion: body.base_version ?? null, validate: body.validate });
+      if (!result.ok) throw new ApiError(result.status, result.code, result.message, result.extra);
+      const reload = body.reload ? requestReload(app, result) : null;
+      return {
+        ok: true,
+        path: result.path,
+        format: "yaml",
+        version: result.version,
+        updated_at_ms: result.updated_at_ms,
+        plugin_count: result.plugin_count,
+        init_order: result.init_order,
+        reload,
+        message: "configuration saved",
+        diagnostics: result.diagnostics,
+        diagnostic_details: result.diagnostic_details,
+      };
+    },
+  );
+
+  api.get(
+    "/api/config/check",
+    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: validSchema, 400: errorSchema } } },
+    () => {
+      const path = configPath();
+      try {
+        return validBody("file", path, analyzeConfig(loadConfigFile(path, { env: env() }), app.catalog));
+      } catch (err) {
+        if (err instanceof ConfigError) throw invalid("config_check_failed", err);
+        throw err;
+      }
+    },
+  );
+
+  // Raw bodies: every content type arrives as bytes here, so invalid UTF-8 can be told apart.
+  api.register((scope, _opts, done) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    scope.post(
+      "/api/config/validate",
+      {
+        schema: {
+          summary: "Validate YAML text (raw body, or JSON {format: 'yaml', content}); include is refused",
+          tags: ["config"],
+          response: { 200: validSchema, 400: errorSchema },
+        },
+      },
+      (req) => {
+        const text = configText(req.body, req.headers["content-type"]);
+        try {
+          return validBody("body", null, analyzeConfig(loadConfigText(text, { env: env() }), app.catalog));
+        } catch (err) {
+          if (err instanceof ConfigError) throw invalid("config_validate_failed", err);
+          throw err;
+        }
+      },
+    );
+    done();
+  });
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The YAML a validate request carries: the raw body, or the `content` of a JSON envelope. */
+function configText(body: unknown, contentType: string | undefined): string {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw new ApiError(400, "invalid_utf8_body", "the request body is not valid UTF-8");
+  }
+  const declaredJson = /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType ?? "");
+  const envelope = jsonEnvelope(text, declaredJson);
+  const yaml = envelope ? envelope.content : text;
+  if (yaml.trim().length === 0) throw new ApiError(400, "empty_config_body", "the request carries no configuration text");
+  return yaml;
+}
+
+function jsonEnvelope(text: string, declaredJson: boolean): { content: string } | null {
+  if (!declaredJson && !text.trimStart().startsWith("{")) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    if (!declaredJson) return null; // YAML flow mappings start with "{" too
+    if (text.trim().length === 0) throw new ApiError(400, "empty_config_body", "the request carries no configuration text");
+    throw new ApiError(400, "invalid_request", `body is not valid JSON: ${(err as Error).message}`);
+  }
+  const obj = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  if (!obj || typeof obj.content !== "string") {
+    if (!declaredJson) return null;
+    throw new ApiError(400, "invalid_request", "body.content must be a string: a JSON body is {format: 'yaml', content: '<yaml text>'}");
+  }
+  if (obj.format !== undefined && obj.format !== "yaml") throw new ApiError(400, "unsupported_config_format", `format must be yaml, not ${JSON.stringify(obj.format)}`);
+  return { content: obj.content };
+}

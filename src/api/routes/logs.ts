@@ -1,0 +1,179 @@
+// Logs: GET /api/logs (the in-memory tail as JSON) and GET /api/logs/stream (SSE: replay, then
+// live entries from the bus, heartbeats, Last-Event-ID resume, bounded per-client queue).
+
+import { fastifySSE } from "@fastify/sse";
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HookHandlerDoneFunction } from "fastify";
+import type { App } from "../../app/app.js";
+import type { LogEntry, LogLevelName } from "../../observability/log-ring.js";
+import { ApiError, errorSchema } from "../errors.js";
+import { HEARTBEAT_MS, LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
+import type { RouteContext } from "../server.js";
+
+/** Values `level` accepts (case-insensitive); `warning` is an alias of `warn`. */
+const LEVEL_VALUES = ["trace", "debug", "info", "warn", "warning", "error"] as const;
+type LevelQuery = (typeof LEVEL_VALUES)[number];
+
+const levelParam = {
+  type: "string",
+  enum: LEVEL_VALUES,
+  description: "Minimum level (case-insensitive): trace, debug, info, warn (or warning), error",
+} as const;
+
+const logsQuery = {
+  type: "object",
+  properties: {
+    limit: { type: "integer", minimum: 1, maximum: 1000, default: 200, description: "How many of the newest matching entries to return" },
+    level: { ...levelParam, default: "trace" },
+  },
+} as const;
+
+const streamQuery = {
+  type: "object",
+  properties: {
+    tail: { type: "integer", minimum: 0, maximum: 500, default: 0, description: "Entries replayed on connect (ignored when a usable Last-Event-ID header is sent)" },
+    level: { ...levelParam, default: "trace" },
+  },
+} as const;
+
+const entrySchema = {
+  type: "object",
+  required: ["id", "time_ms", "level", "target", "message", "fields"],
+  properties: {
+    id: { type: "integer" },
+    time_ms: { type: "integer" },
+    level: { type: "string", enum: ["trace", "debug", "info", "warn", "error", "fatal"] },
+    target: { type: "string" },
+    message: { type: "string" },
+    fields: { type: "object", additionalProperties: true },
+  },
+} as const;
+
+const logsResponse = {
+  type: "object",
+  required: ["ok", "total", "entries"],
+  properties: { ok: { type: "boolean" }, total: { type: "integer" }, entries: { type: "array", items: entrySchema } },
+} as const;
+
+const STREAM_DESCRIPTION =
+  "Server-Sent Events. Frames: `event: log` with `id: <entry id>` and the entry as JSON data; `event: dropped` with " +
+  `data {"dropped": n} when this client fell more than ${QUEUE_LIMIT} entries behind and the oldest queued ones were ` +
+  `discarded; a \`: heartbeat\` comment right after the replay and every ${HEARTBEAT_MS / 1000} s. Send Last-Event-ID ` +
+  "on reconnect to receive the entries after that id still held in memory.";
+
+/** Open streams per app (each with its release function), for shutdown and for tests. */
+const openStreams = new WeakMap<App, Map<LogStreamConnection, () => void>>();
+
+/** One record per open log stream of this app. */
+export function logStreamStats(app: App): LogStreamStats[] {
+  return [...(openStreams.get(app)?.keys() ?? [])].map((c) => c.stats());
+}
+
+function minLevel(level: LevelQuery): LogLevelName {
+  return level === "warning" ? "warn" : level;
+}
+
+/** `level=WARN` is accepted: values are lower-cased before the schema checks them. */
+function lowerCaseLevel(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const query = req.query as Record<string, unknown>;
+  if (typeof query.level === "string") query.level = query.level.toLowerCase();
+  done();
+}
+
+/** A 400 naming the parameter, the rule it broke and what was sent. */
+function queryError(req: FastifyRequest, problems: FastifySchemaValidationError[]): ApiError {
+  const first = problems[0];
+  const name = first?.instancePath.replace(/^\//, "") ?? "";
+  // ajv's enum message does not list the values; the others ("must be <= 1000") already say why.
+  const allowed = first?.keyword === "enum" ? (first.params as { allowedValues?: unknown[] }).allowedValues : undefined;
+  const why = allowed ? `must be one of ${allowed.join(", ")}` : (first?.message ?? "is invalid");
+  const sent = (req.query as Record<string, unknown>)[name];
+  const shown = typeof sent === "string" || typeof sent === "number" ? ` (got ${JSON.stringify(String(sent).slice(0, 40))})` : "";
+  return new ApiError(400, "invalid_query", `querystring.${name || "?"} ${why}${shown}`);
+}
+
+function rejectInvalid(req: FastifyRequest): void {
+  if (req.validationError) throw queryError(req, req.validationError.validation as FastifySchemaValidationError[]);
+}
+
+/** SSE unless the client only accepts other types (curl and fetch send `*\/*`). */
+function acceptsEventStream(accept: string | undefined): boolean {
+  if (!accept) return true;
+  return accept.split(",").some((part) => {
+    const [type = "", ...params] = part.trim().toLowerCase().split(";");
+    const refused = params.some((p) => /^\s*q=0(\.0*)?\s*$/.test(p));
+    return !refused && (type.trim() === "text/event-stream" || type.trim() === "text/*" || type.trim() === "*/*");
+  });
+}
+
+export function registerLogRoutes(api: FastifyInstance, { app }: RouteContext): void {
+  const streams = new Map<LogStreamConnection, () => void>();
+  openStreams.set(app, streams);
+
+  // Own scope: @fastify/sse must be loaded before these routes are added, and its hooks stay here.
+  void api.register(async (scope) => {
+    await scope.register(fastifySSE, { heartbeatInterval: 0 });
+
+    scope.get(
+      "/api/logs",
+      {
+        attachValidation: true,
+        preValidation: lowerCaseLevel,
+        schema: { summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsResponse, 400: errorSchema } },
+      },
+      (req) => {
+        rejectInvalid(req);
+        const { limit, level } = req.query as { limit: number; level: LevelQuery };
+        const entries = app.logRing.tail(limit, minLevel(level));
+        return { ok: true, total: entries.length, entries };
+      },
+    );
+
+    scope.get(
+      "/api/logs/stream",
+      {
+        sse: { kind: "manual", heartbeat: false },
+        exposeHeadRoute: false,
+        attachValidation: true,
+        preValidation: lowerCaseLevel,
+        schema: {
+          summary: "Live log entries (Server-Sent Events)",
+          description: STREAM_DESCRIPTION,
+          tags: ["observability"],
+          querystring: streamQuery,
+          response: { 200: { type: "string", description: "text/event-stream" }, 400: errorSchema, 406: errorSchema },
+        },
+      },
+      (req, reply) => {
+        rejectInvalid(req);
+        if (!acceptsEventStream(req.headers.accept)) throw new ApiError(406, "not_acceptable", "this route only produces text/event-stream");
+        const { tail, level } = req.query as { tail: number; level: LevelQuery };
+        const conn = new LogStreamConnection(reply.raw, minLevel(level));
+        reply.sse.keepAlive();
+        reply.sse.sendHeaders();
+        // Replay and subscribe in one synchronous step, so no entry falls between them.
+        for (const entry of replayEntries(app.logRing, reply.sse.lastEventId, tail, minLevel(level))) conn.offer(entry);
+        conn.heartbeat();
+        const onLog = (entry: LogEntry): void => conn.offer(entry);
+        app.bus.on("log", onLog);
+        const timer = setInterval(() => conn.heartbeat(), HEARTBEAT_MS);
+        timer.unref();
+        const release = (): void => {
+          app.bus.off("log", onLog);
+          clearInterval(timer);
+          conn.close();
+          streams.delete(conn);
+        };
+        streams.set(conn, release);
+        reply.sse.onClose(release);
+        // The client may already be gone (then no close event will come).
+        if (!reply.sse.isConnected || reply.raw.destroyed || !reply.raw.socket || reply.raw.socket.destroyed) release();
+      },
+    );
+
+    // forceCloseConnections ends the sockets on close; this also covers any stream that missed it.
+    scope.addHook("onClose", (_instance, done) => {
+      for (const release of [...streams.values()]) release();
+      done();
+    });
+  });
+}

@@ -1,0 +1,190 @@
+// One configuration save (PUT /api/config), run by the config actor one at a time: compare the
+// client's base_version with the file, validate the text as the file it will become, then replace
+// the file atomically (temp file beside it, write, fsync, rename, fsync the directory). A crash at
+// any point leaves either the old or the new file, never a mix.
+
+import { randomBytes } from "node:crypto";
+import { open, readdir, readFile, realpath, rename, rm, stat } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
+import type { SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
+import { ConfigError, SourceFile, type Diagnostic } from "../config/diagnostics.js";
+import { contentVersion, loadConfigSource, withoutBom } from "../config/load.js";
+import { diagnosticReport, problemSummary } from "../config/report.js";
+import type { Logger } from "../observability/logger.js";
+import { analyzeConfig } from "../registry/analyze.js";
+import type { Catalog } from "../registry/catalog.js";
+
+export interface SaveTarget {
+  /** The configuration file the process runs (as given, may be a symlink). */
+  path: string;
+  catalog: Catalog;
+  /** For ${VAR} expansion while validating; the file keeps the placeholders. */
+  env: NodeJS.ProcessEnv;
+  log: Logger;
+}
+
+/** The version GET /api/config reports for a file's text. */
+export function fileVersion(text: string): string {
+  return contentVersion(withoutBom(text));
+}
+
+const errnoCode = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+
+function failure(request: SaveRequest, status: number, code: string, message: string, extra: Record<string, unknown> = {}): SaveResult {
+  return { requestId: request.requestId, ok: false, status, code, message, extra };
+}
+
+/** YAML syntax problems only (validate:false still refuses a file nothing could parse). */
+function syntaxProblems(text: string, file: string): { problems: Diagnostic[]; pluginEntries: number } {
+  const lines = new LineCounter();
+  const doc = parseDocument(withoutBom(text), { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const source = new SourceFile(file, doc, lines);
+  const problems = doc.errors.map((e) => source.offset(e.pos[0], `YAML syntax error: ${e.message.split("\n")[0]}`));
+  const plugins = isMap(doc.contents) ? doc.contents.get("plugins") : null;
+  return { problems, pluginEntries: isSeq(plugins) ? plugins.items.length : 0 };
+}
+
+/** Where the bytes go: the real file behind a symlink, so the link survives the rename. */
+async function writeTarget(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return path;
+    throw err;
+  }
+}
+
+const TEMP_SUFFIX = ".tmp";
+const tempPrefix = (target: string): string => `.${basename(target)}.save-`;
+
+/** Directory entries must reach the disk too, or a crash after rename can bring the old name back. */
+async function syncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, "r");
+    await handle.sync();
+  } catch (err) {
+    // Some platforms and file systems cannot open or fsync a directory; the rename is still atomic.
+    if (!["EISDIR", "EINVAL", "EPERM", "EACCES", "ENOTSUP"].includes(errnoCode(err))) throw err;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** Writes `content` to a hidden temp file beside `target`, fsyncs it and renames it over `target`. */
+export async function replaceFileAtomically(target: string, content: string): Promise<void> {
+  const dir = dirname(target);
+  const temp = join(dir, `${tempPrefix(target)}${process.pid}-${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
+  let mode = 0o644;
+  try {
+    mode = (await stat(target)).mode & 0o7777;
+  } catch (err) {
+    if (errnoCode(err) !== "ENOENT") throw err;
+  }
+  const handle = await open(temp, "wx", mode);
+  try {
+    try {
+      await handle.writeFile(content, "utf8");
+      await handle.chmod(mode); // open() applied the umask; keep the file's own permissions
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, target);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+  await syncDirectory(dir);
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errnoCode(err) === "EPERM";
+  }
+};
+
+/** Removes temp files that a killed process left beside `target` (never those of a live one). */
+async function removeStaleTemps(target: string, log: Logger): Promise<void> {
+  const prefix = tempPrefix(target);
+  const pattern = /^(\d+)-[0-9a-f]+\.tmp$/;
+  for (const name of await readdir(dirname(target))) {
+    if (!name.startsWith(prefix) || !name.endsWith(TEMP_SUFFIX)) continue;
+    const pid = pattern.exec(name.slice(prefix.length))?.[1];
+    if (!pid || Number(pid) === process.pid || alive(Number(pid))) continue;
+    await rm(join(dirname(target), name), { force: true });
+    log.info({ target: "config", file: name }, "removed a temp file left by an interrupted save");
+  }
+}
+
+/** Reads the current file's version; null when there is no file. */
+async function currentVersion(path: string): Promise<string | null> {
+  try {
+    return fileVersion(await readFile(path, "utf8"));
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return null;
+    throw err;
+  }
+}
+
+type Checked = Pick<SaveSuccess, "plugin_count" | "init_order" | "diagnostics" | "diagnostic_details">;
+
+/** Validates `content` as the file at `path` would be read; a failure result, or what the API reports. */
+function validate(request: SaveRequest, t: SaveTarget): { ok: true; checked: Checked } | { ok: false; result: SaveResult } {
+  const invalid = (err: ConfigError): { ok: false; result: SaveResult } => ({
+    ok: false,
+    result: failure(request, 400, "config_validate_failed", `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) }),
+  });
+  let fallbackCount = 0;
+  if (!request.validate) {
+    const syntax = syntaxProblems(request.content, t.path);
+    if (syntax.problems.length > 0) return invalid(new ConfigError(syntax.problems));
+    fallbackCount = syntax.pluginEntries;
+  }
+  try {
+    const analysis = analyzeConfig(loadConfigSource(request.content, t.path, { env: t.env }), t.catalog);
+    return { ok: true, checked: { plugin_count: analysis.plugins.length, init_order: analysis.initOrder, diagnostics: [], diagnostic_details: [] } };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (request.validate) return invalid(err);
+    // validate:false saves anyway; the response still tells what a reload would refuse.
+    return { ok: true, checked: { plugin_count: fallbackCount, init_order: [], ...diagnosticReport(err.diagnostics) } };
+  }
+}
+
+export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promise<SaveResult> {
+  let target: string;
+  let current: string | null;
+  try {
+    target = await writeTarget(t.path);
+    current = await currentVersion(target);
+  } catch (err) {
+    return failure(request, 500, "config_save_failed", `cannot read the configuration file ${t.path}: ${errnoCode(err)}`);
+  }
+  if (request.baseVersion !== null && request.baseVersion.toLowerCase() !== current) {
+    return failure(request, 409, "config_conflict", "the configuration file changed since it was loaded; GET /api/config again and reapply the edit", {
+      current_version: current,
+    });
+  }
+  const checked = validate(request, t);
+  if (!checked.ok) return checked.result;
+  let updatedAt: number;
+  try {
+    await replaceFileAtomically(target, request.content);
+    updatedAt = Math.trunc((await stat(target)).mtimeMs);
+  } catch (err) {
+    return failure(request, 500, "config_save_failed", `cannot write the configuration file ${t.path}: ${errnoCode(err)}`);
+  }
+  const version = fileVersion(request.content);
+  t.log.info({ target: "config", path: t.path, version, bytes: Buffer.byteLength(request.content) }, "configuration saved");
+  try {
+    await removeStaleTemps(target, t.log);
+  } catch (err) {
+    t.log.warn({ target: "config", err: errnoCode(err) }, "could not look for temp files of interrupted saves");
+  }
+  return { requestId: request.requestId, ok: true, path: t.path, version, updated_at_ms: updatedAt, ...checked.checked };
+}
