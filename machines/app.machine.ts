@@ -18,6 +18,8 @@ export interface AppContext {
 export type AppEvent =
   | { type: "SHUTDOWN" }
   | { type: "RESTART" }
+  /** An operator asks for a reload; accepted while the app can still run one, passed to `reload`. */
+  | { type: "RELOAD.REQUEST" }
   | { type: "RELOAD.PENDING" }
   /** A configuration generation is being built: its actor joins the system as runtime:<n>. */
   | { type: "RUNTIME.NEW"; generation: number; version: string }
@@ -82,6 +84,7 @@ export const appMachine = setup({
     requestRestart: assign({ restartRequested: true }),
     recordError: assign({ error: ({ event }) => errorText((event as { error?: unknown }).error) }),
     announceServing: sendTo("reload", { type: "APP.SERVING" }),
+    forwardReloadRequest: sendTo("reload", { type: "RELOAD.REQUEST" }),
     reportRunningVersion: sendTo("reload", ({ event }) => ({
       type: "CONFIG.LOADED" as const,
       version: (event as unknown as { output: { version: string } }).output.version,
@@ -111,11 +114,11 @@ export const appMachine = setup({
   states: {
     starting: {
       invoke: { id: "startApi", src: "startApi", onDone: "initializing", onError: { target: "stopped", actions: "recordError" } },
-      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" } },
+      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" }, "RELOAD.REQUEST": { actions: "forwardReloadRequest" } },
     },
     initializing: {
       invoke: { id: "startRuntime", src: "startRuntime", onDone: { target: "serving", actions: "reportRunningVersion" }, onError: { target: "shutting_down", actions: "recordError" } },
-      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" } },
+      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" }, "RELOAD.REQUEST": { actions: "forwardReloadRequest" } },
     },
     serving: {
       entry: "announceServing",
@@ -125,6 +128,7 @@ export const appMachine = setup({
       ],
       on: {
         "RELOAD.PENDING": "reloading",
+        "RELOAD.REQUEST": { actions: "forwardReloadRequest" },
         SHUTDOWN: { target: "shutting_down", actions: "requestShutdown" },
         RESTART: { target: "restarting", actions: "requestRestart" },
       },
@@ -136,8 +140,9 @@ export const appMachine = setup({
         onDone: { target: "serving", actions: "reportReloadSucceeded" },
         onError: { target: "serving", actions: "reportReloadFailed" },
       },
-      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" } },
+      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" }, "RELOAD.REQUEST": { actions: "forwardReloadRequest" } },
     },
+    // Stopping: no reload can be requested any more (HTTP 503).
     shutting_down: {
       invoke: { id: "stopRuntime", src: "stopRuntime", input: { restart: false }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
     },

@@ -121,3 +121,17 @@ export function systemRecord(app: App): Record<string, unknown> {
     system_memory_total_mb: Math.round(totalmem() / 1048576),
   };
 }
+
+export type ReloadRequest = "accepted" | "stopping" | "busy";
+
+/**
+ * Asks for a reload as POST /api/reload and PUT /api/config {reload:true} both do: the app must
+ * still be able to run one (not stopping), and no reload may be pending or running.
+ */
+export function requestReload(app: App): ReloadRequest {
+  const appSnap = app.actor.getSnapshot();
+  if (appSnap.status !== "active" || !appSnap.can({ type: "RELOAD.REQUEST" })) return "stopping";
+  if (!app.reloadActor.getSnapshot().can({ type: "RELOAD.REQUEST" })) return "busy";
+  app.actor.send({ type: "RELOAD.REQUEST" });
+  return "accepted";
+}

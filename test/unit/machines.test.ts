@@ -2,7 +2,7 @@
 import { getShortestPaths } from "@xstate/graph";
 import { createActor, fromPromise, waitFor } from "xstate";
 import { expect, test } from "vitest";
-import { appMachine, ReloadFailure } from "../../machines/app.machine.js";
+import { appMachine, ReloadFailure, type ReloadOutcome } from "../../machines/app.machine.js";
 import { reloadMachine } from "../../machines/reload.machine.js";
 import { runtimeMachine } from "../../machines/runtime.machine.js";
 
@@ -80,4 +80,29 @@ test("runtime: plugin children follow their own lifecycle", () => {
   const child = rt.getSnapshot().children["plugin:main"];
   expect(child?.getSnapshot().value).toBe("ready");
   expect(rt.getSnapshot().context.plugins).toBe(1);
+});
+
+test("app: a reload can be requested while starting, serving or reloading, never once stopping", async () => {
+  const machine = appMachine.provide({
+    actors: {
+      // Like the real procedure: marks the reload started, then never finishes (the app stays reloading).
+      reloadRuntime: fromPromise(({ system }) => {
+        (system.get("reload") as ReturnType<typeof createActor<typeof reloadMachine>>).send({ type: "RELOAD.START", at: 1, version: "v" });
+        return new Promise<ReloadOutcome>(() => {});
+      }),
+      stopRuntime: fromPromise(() => new Promise<void>(() => {})),
+    },
+  });
+  const reloading = createActor(machine).start();
+  expect(reloading.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(true);
+  await waitFor(reloading, (s) => s.matches("serving"));
+  reloading.send({ type: "RELOAD.REQUEST" });
+  await waitFor(reloading, (s) => s.matches("reloading"));
+  expect(reloading.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(true);
+
+  const stopping = createActor(machine).start();
+  await waitFor(stopping, (s) => s.matches("serving"));
+  stopping.send({ type: "SHUTDOWN" });
+  expect(stopping.getSnapshot().value).toBe("shutting_down");
+  expect(stopping.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(false);
 });

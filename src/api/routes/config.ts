@@ -14,7 +14,7 @@ import { loadConfigFile, loadConfigText, withoutBom } from "../../config/load.js
 import { diagnosticReport, problemSummary } from "../../config/report.js";
 import { analyzeConfig, type Analysis } from "../../registry/analyze.js";
 import { ApiError, errorSchema } from "../errors.js";
-import { reloadRecord, type ReloadRecord } from "../records.js";
+import { reloadRecord, requestReload, type ReloadRecord } from "../records.js";
 import type { RouteContext } from "../server.js";
 
 interface SaveBody {
@@ -120,17 +120,16 @@ async function runSave(app: App, request: SaveRequest): Promise<SaveResult> {
   }
 }
 
-/** Asks the reload actor for a reload after a save; the file is already written either way. */
-function requestReload(app: App, saved: SaveSuccess): ReloadRecord {
+/** Asks for a reload after a save; the file is already written either way. */
+function reloadAfterSave(app: App, saved: SaveSuccess): ReloadRecord {
   const extra = { path: saved.path, version: saved.version, updated_at_ms: saved.updated_at_ms, saved: true };
-  if (app.actor.getSnapshot().status !== "active") {
-    throw new ApiError(500, "control_command_failed", "the configuration was saved, but the application is stopping, so no reload was requested", extra);
+  const outcome = requestReload(app);
+  if (outcome === "stopping") {
+    throw new ApiError(503, "shutting_down", "the configuration was saved, but the application is stopping, so no reload was requested", extra);
   }
-  const reload = app.reloadActor;
-  if (!reload.getSnapshot().can({ type: "RELOAD.REQUEST" })) {
+  if (outcome === "busy") {
     throw new ApiError(409, "reload_busy", "the configuration was saved, but a reload is already pending or in progress, so no new reload was requested", extra);
   }
-  reload.send({ type: "RELOAD.REQUEST" });
   return reloadRecord(app);
 }
 
@@ -169,7 +168,7 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
       if (body.format !== undefined && body.format !== "yaml") throw new ApiError(400, "unsupported_config_format", `format must be yaml, not '${body.format}'`);
       const result = await runSave(app, { requestId: randomUUID(), content: body.content, baseVersion: body.base_version ?? null, validate: body.validate });
       if (!result.ok) throw new ApiError(result.status, result.code, result.message, result.extra);
-      const reload = body.reload ? requestReload(app, result) : null;
+      const reload = body.reload ? reloadAfterSave(app, result) : null;
       return {
         ok: true,
         path: result.path,

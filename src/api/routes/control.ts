@@ -3,7 +3,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { ApiError, errorSchema } from "../errors.js";
-import { buildRecord, controlRecord, healthRecord, reloadRecord, serverCount, pluginsReady, systemRecord } from "../records.js";
+import { buildRecord, controlRecord, healthRecord, pluginsReady, reloadRecord, requestReload, serverCount, systemRecord } from "../records.js";
 import type { RouteContext } from "../server.js";
 
 const accepted = (action: string) => ({ ok: true, action, status: "accepted" });
@@ -57,11 +57,11 @@ export function registerControlRoutes(api: FastifyInstance, { app }: RouteContex
 
   api.get("/api/reload/status", { schema: { summary: "Reload status record", tags: ["control"], response: { 200: reloadSchema } } }, async () => reloadRecord(app));
 
-  api.post("/api/reload", { schema: { summary: "Reload the configuration from disk, beside the running one", tags: ["control"], response: { 202: acceptedSchema, 409: errorSchema, 500: errorSchema } } }, async (_req, reply) => {
-    if (controlClosed()) throw new ApiError(500, "control_command_failed", "the application is stopping; no reload can run");
-    const reload = app.reloadActor;
-    if (!reload.getSnapshot().can({ type: "RELOAD.REQUEST" })) throw new ApiError(409, "reload_busy", "a reload is already pending or in progress");
-    reload.send({ type: "RELOAD.REQUEST" });
+  api.post("/api/reload", { schema: { summary: "Reload the configuration from disk, beside the running one", tags: ["control"], response: { 202: acceptedSchema, 409: errorSchema, 500: errorSchema, 503: errorSchema } } }, async (_req, reply) => {
+    if (controlClosed()) throw new ApiError(500, "control_command_failed", "the application has stopped; no reload can run");
+    const outcome = requestReload(app);
+    if (outcome === "stopping") throw new ApiError(503, "shutting_down", "the application is stopping; no reload can run");
+    if (outcome === "busy") throw new ApiError(409, "reload_busy", "a reload is already pending or in progress");
     return reply.code(202).send(accepted("reload"));
   });
 
