@@ -3,6 +3,7 @@
 
 import { resolve } from "node:path";
 import { App, checkConfig } from "./app/app.js";
+import { tuneHeapGrowth } from "./app/heap.js";
 import { replaceProcess } from "./app/restart.js";
 import { VERSION } from "./app/version.js";
 import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
@@ -98,6 +99,7 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  tuneHeapGrowth();
   const originalCwd = process.cwd();
   process.chdir(opts.dir);
   // Signals are handled from the start: one arriving during startup stops the service once it is up.

@@ -1,17 +1,28 @@
 // IP addresses as bytes: strict text parsing (no zone ids, no shorthand IPv4) and formatting.
 
 export function parseIPv4(text: string): Uint8Array | null {
-  const parts = text.split(".");
-  if (parts.length !== 4) return null;
+  // Hand-rolled (no split, no regex): client addresses are parsed on the query path.
+  if (text.length < 7 || text.length > 15) return null;
   const out = new Uint8Array(4);
-  for (let i = 0; i < 4; i++) {
-    const p = parts[i];
-    if (!/^\d{1,3}$/.test(p) || (p.length > 1 && p[0] === "0")) return null;
-    const v = Number(p);
-    if (v > 255) return null;
-    out[i] = v;
+  let part = 0;
+  let value = 0;
+  let digits = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0x2e;
+    if (c === 0x2e) {
+      if (digits === 0 || part > 3) return null;
+      out[part++] = value;
+      value = 0;
+      digits = 0;
+    } else if (c >= 0x30 && c <= 0x39) {
+      if (digits > 0 && value === 0) return null; // leading zero
+      value = value * 10 + (c - 0x30);
+      if (++digits > 3 || value > 255) return null;
+    } else {
+      return null;
+    }
   }
-  return out;
+  return part === 4 ? out : null;
 }
 
 export function parseIPv6(text: string): Uint8Array | null {

@@ -3,12 +3,14 @@
 
 import { FLAG } from "./constants.js";
 import { decodeMessage, encodeMessage, messageRcode, type Message } from "./message.js";
-import { indexMessage, wireRcode, type WireIndex } from "./view.js";
+import { indexMessage, scanMessage, wireRcode, type WireIndex } from "./view.js";
 
 export class DnsResponse {
   private wire: Buffer | null;
   private msg: Message | null;
   private idx: WireIndex | null = null;
+  /** TYPE offset of the OPT record once known (-1: none); undefined until validated or indexed. */
+  private optAt: number | undefined = undefined;
 
   private constructor(wire: Buffer | null, msg: Message | null) {
     this.wire = wire;
@@ -29,6 +31,11 @@ export class DnsResponse {
     return this.wire;
   }
 
+  /** Checks the structure without building the index (pass-through answers). Throws when malformed. */
+  validate(): void {
+    if (this.optAt === undefined && this.idx === null) this.optAt = scanMessage(this.toWire());
+  }
+
   /** Structural index of the wire form (built once). */
   get index(): WireIndex {
     if (!this.idx) this.idx = indexMessage(this.toWire());
@@ -46,6 +53,7 @@ export class DnsResponse {
     const m = this.message;
     this.wire = null;
     this.idx = null;
+    this.optAt = undefined;
     return m;
   }
 
@@ -69,7 +77,11 @@ export class DnsResponse {
     if (this.msg) return messageRcode(this.msg);
     const w = this.wire as Buffer;
     if (((w[10] << 8) | w[11]) === 0) return w[3] & 0x0f;
-    return wireRcode(w, this.index);
+    if (this.optAt === undefined) {
+      if (this.idx !== null) return wireRcode(w, this.idx);
+      this.optAt = scanMessage(w);
+    }
+    return this.optAt < 0 ? w[3] & 0x0f : (w[this.optAt + 4] << 4) | (w[3] & 0x0f);
   }
 
   get answerCount(): number {

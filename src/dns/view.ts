@@ -67,18 +67,43 @@ export function indexMessage(buf: Buffer): WireIndex {
   return { questionCount: qd, questionEnd, records, opt, additionalStart };
 }
 
+/**
+ * The same checks as indexMessage without building the index: for answers that are only passed
+ * through. Returns the offset of the OPT record's TYPE field, or -1 when there is none.
+ */
+export function scanMessage(buf: Buffer): number {
+  if (buf.length < 12) throw new WireFormatError("message shorter than a DNS header");
+  const qd = (buf[4] << 8) | buf[5];
+  let pos = 12;
+  for (let i = 0; i < qd; i++) {
+    pos = skipName(buf, pos) + 4;
+    if (pos > buf.length) throw new WireFormatError("question truncated");
+  }
+  let opt = -1;
+  for (let section = 0; section < 3; section++) {
+    const count = (buf[6 + section * 2] << 8) | buf[7 + section * 2];
+    for (let i = 0; i < count; i++) {
+      const start = pos;
+      const fixed = skipName(buf, pos);
+      if (fixed + 10 > buf.length) throw new WireFormatError("record header truncated");
+      const end = fixed + 10 + ((buf[fixed + 8] << 8) | buf[fixed + 9]);
+      if (end > buf.length) throw new WireFormatError("record data runs past the end of the message");
+      if (((buf[fixed] << 8) | buf[fixed + 1]) === QTYPE.OPT) {
+        if (section !== SECTION_ADDITIONAL || opt >= 0) throw new WireFormatError("misplaced or repeated OPT record");
+        if (fixed !== start + 1) throw new WireFormatError("OPT record not owned by the root");
+        opt = fixed;
+      }
+      pos = end;
+    }
+  }
+  if (pos !== buf.length) throw new WireFormatError("trailing bytes after the last record");
+  return opt;
+}
+
 export function wireRcode(buf: Buffer, index: WireIndex): number {
   const low = buf[3] & 0x0f;
   if (index.opt < 0) return low;
   return (buf[index.records[index.opt].fixed + 4] << 4) | low;
-}
-
-/** Offsets of the TTL field of every record except OPT, for in-place patching later. */
-export function ttlOffsets(index: WireIndex): Int32Array {
-  const out = new Int32Array(index.records.length - (index.opt >= 0 ? 1 : 0));
-  let n = 0;
-  for (const r of index.records) if (r.type !== QTYPE.OPT) out[n++] = r.fixed + 4;
-  return out;
 }
 
 /** Smallest TTL among answer records (or all records when `section` is -1); -1 when none. */
@@ -90,10 +115,6 @@ export function minTtl(buf: Buffer, index: WireIndex, section: number): number {
     if (min < 0 || ttl < min) min = ttl;
   }
   return min;
-}
-
-export function setTtlAt(buf: Buffer, offsets: Int32Array, ttl: number): void {
-  for (let i = 0; i < offsets.length; i++) buf.writeUInt32BE(ttl >>> 0, offsets[i]);
 }
 
 export function setId(buf: Buffer, id: number): void {

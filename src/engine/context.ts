@@ -1,8 +1,10 @@
 // The state of one query as it moves through a pipeline.
 
 import type { Message } from "../dns/message.js";
+import { parseIP, unmapIPv4 } from "../dns/ip.js";
 import { normalizeName } from "../dns/name.js";
-import type { DnsResponse } from "../dns/response.js";
+import { buildReply, type RecordBlock } from "../dns/reply.js";
+import { DnsResponse } from "../dns/response.js";
 
 export type Protocol = "udp" | "tcp" | "internal";
 
@@ -20,34 +22,45 @@ export class DnsContext {
   query: Message;
   /** Wire form of `query` as received, reused when forwarding an unchanged query. */
   queryWire: Buffer | null;
+  /** Where the question section ends in `queryWire` (replies copy it from there). */
+  questionEnd: number;
   response: DnsResponse | null = null;
   readonly clientIp: string;
   readonly clientPort: number;
   readonly protocol: Protocol;
   /** Lower-case first question name without trailing dot ("" when there is no question). */
   qname: string;
-  /** u32 marks set by `mark`; null until the first mark. */
-  marks: Set<number> | null = null;
+  /** u32 marks set by `mark`, without duplicates; null until the first mark (a query has a few). */
+  marks: number[] | null = null;
   /** Typed attributes set by background triggers (cron) and read by templates. */
   attrs: Map<string, string | number> | null = null;
   /** Execution path; null unless recording was enabled for this query. */
   path: PathEvent[] | null = null;
   /** Arrival time, ms on the monotonic clock. */
   readonly startedAt: number;
+  private parsedClient: Uint8Array | null | undefined = undefined;
 
-  constructor(query: Message, queryWire: Buffer | null, clientIp: string, clientPort: number, protocol: Protocol) {
+  /** `qname` and `questionEnd` come from the decoder when it already knows them. */
+  constructor(query: Message, queryWire: Buffer | null, clientIp: string, clientPort: number, protocol: Protocol, qname?: string, questionEnd = -1) {
     this.query = query;
     this.queryWire = queryWire;
+    this.questionEnd = questionEnd;
     this.clientIp = clientIp;
     this.clientPort = clientPort;
     this.protocol = protocol;
-    this.qname = query.questions.length > 0 ? normalizeName(query.questions[0].name) : "";
+    this.qname = qname ?? (query.questions.length > 0 ? normalizeName(query.questions[0].name) : "");
     this.startedAt = performance.now();
   }
 
   queryChanged(): void {
     this.queryWire = null;
+    this.questionEnd = -1;
     this.qname = this.query.questions.length > 0 ? normalizeName(this.query.questions[0].name) : "";
+  }
+
+  /** Sets the response to a reply to this query: `rcode` plus prepared answer/authority blocks. */
+  reply(rcode: number, answers?: RecordBlock, authority?: RecordBlock): void {
+    this.response = DnsResponse.fromWire(buildReply(this.query, this.queryWire, this.questionEnd, rcode, answers, authority));
   }
 
   get qtype(): number {
@@ -59,11 +72,22 @@ export class DnsContext {
   }
 
   addMark(mark: number): void {
-    (this.marks ??= new Set()).add(mark);
+    if (this.marks === null) this.marks = [mark];
+    else if (!this.marks.includes(mark)) this.marks.push(mark);
   }
 
   hasMark(mark: number): boolean {
-    return this.marks !== null && this.marks.has(mark);
+    return this.marks !== null && this.marks.includes(mark);
+  }
+
+  /** The client address as 4 or 16 bytes (IPv4-mapped IPv6 unmapped, zone id dropped), parsed once. */
+  get clientAddress(): Uint8Array | null {
+    if (this.parsedClient === undefined) {
+      const pct = this.clientIp.indexOf("%");
+      const ip = parseIP(pct < 0 ? this.clientIp : this.clientIp.slice(0, pct));
+      this.parsedClient = ip === null ? null : unmapIPv4(ip);
+    }
+    return this.parsedClient;
   }
 
   /** An independent copy for a branch that may run concurrently (fallback, refresh, probes). */
@@ -78,9 +102,9 @@ export class DnsContext {
       additionals: q.additionals.slice(),
       edns: q.edns ? { ...q.edns, options: q.edns.options.slice() } : null,
     };
-    const c = new DnsContext(query, this.queryWire, this.clientIp, this.clientPort, this.protocol);
+    const c = new DnsContext(query, this.queryWire, this.clientIp, this.clientPort, this.protocol, this.qname, this.questionEnd);
     c.response = this.response ? this.response.clone() : null;
-    c.marks = this.marks ? new Set(this.marks) : null;
+    c.marks = this.marks ? this.marks.slice() : null;
     c.attrs = this.attrs ? new Map(this.attrs) : null;
     c.path = this.path ? [] : null;
     return c;

@@ -2,8 +2,6 @@
 // at the first miss; executors return Next/Stop/Return. The loop stays synchronous until an
 // executor returns a promise, so queries answered locally never touch the microtask queue.
 
-import { replyTo } from "../dns/message.js";
-import { DnsResponse } from "../dns/response.js";
 import type { DnsContext, PathEvent } from "./context.js";
 import type { ExecExpr } from "./expr.js";
 import { isPromise, Step, type Continuation, type Executor, type Matcher, type StepResult } from "./types.js";
@@ -39,7 +37,7 @@ export function builtinAction(e: ExecExpr, target: Executor | null): RuleAction 
     case "reject": {
       const rcode = e.rcode;
       return (ctx) => {
-        ctx.response = DnsResponse.fromMessage(replyTo(ctx.query, rcode));
+        ctx.reply(rcode);
         return Step.Stop;
       };
     }
@@ -70,8 +68,27 @@ export function executorAction(ex: Executor): RuleAction {
   return (ctx, next) => ex.execute(ctx, next);
 }
 
+type Test = (ctx: DnsContext) => boolean;
+
+/** A rule's matchers ANDed into one function (used when no execution path is recorded). */
+function conjunction(ms: CompiledMatcher[]): Test | null {
+  if (ms.length === 0) return null;
+  if (ms.length === 1) return ms[0].match;
+  if (ms.length === 2) {
+    const a = ms[0].match;
+    const b = ms[1].match;
+    return (ctx) => a(ctx) && b(ctx);
+  }
+  const fns = ms.map((m) => m.match);
+  return (ctx) => {
+    for (let i = 0; i < fns.length; i++) if (!fns[i](ctx)) return false;
+    return true;
+  };
+}
+
 export class CompiledSequence implements Executor {
   private readonly conts: Continuation[];
+  private readonly tests: (Test | null)[];
 
   constructor(
     readonly tag: string,
@@ -79,6 +96,7 @@ export class CompiledSequence implements Executor {
   ) {
     // One continuation per rule, made once: "the rules after rule i".
     this.conts = rules.map((_, i) => (ctx: DnsContext) => this.runFrom(ctx, i + 1));
+    this.tests = rules.map((r) => conjunction(r.matchers));
   }
 
   execute(ctx: DnsContext): StepResult {
@@ -87,9 +105,11 @@ export class CompiledSequence implements Executor {
 
   runFrom(ctx: DnsContext, start: number): StepResult {
     const rules = this.rules;
+    const tests = this.tests;
     for (let i = start; i < rules.length; i++) {
       const rule = rules[i];
-      if (rule.matchers.length > 0 && !this.matches(rule, ctx, i)) continue;
+      const test = tests[i];
+      if (test !== null && !(ctx.path === null ? test(ctx) : this.matches(rule, ctx, i))) continue;
       const res = ctx.path === null ? rule.action(ctx, this.conts[i]) : this.recorded(rule, ctx, i);
       if (rule.continuation) return res;
       if (isPromise(res)) {

@@ -45,8 +45,12 @@ export async function startResponder(handler: ReplyHandler): Promise<Responder> 
       if (r === null) return null;
       return Buffer.isBuffer(r) ? r : encodeMessage(r);
     };
+    let closed = false;
     udp.on("message", (msg, rinfo) => {
-      void answer(msg, "udp").then((a) => a && udp.send(a, rinfo.port, rinfo.address));
+      // A delayed answer may come due after the test closed the responder: it is simply not sent.
+      void answer(msg, "udp").then((a) => {
+        if (a && !closed) udp.send(a, rinfo.port, rinfo.address);
+      });
     });
     tcp.on("connection", (sock) => {
       connections.add(sock);
@@ -72,6 +76,7 @@ export async function startResponder(handler: ReplyHandler): Promise<Responder> 
       port,
       seen,
       close: async () => {
+        closed = true;
         for (const c of connections) c.destroy();
         await Promise.all([new Promise<void>((r) => udp.close(() => r())), new Promise<void>((r) => tcp.close(() => r()))]);
       },

@@ -163,8 +163,7 @@ describe("app lifecycle model", () => {
         const failed = steps.some((s) => s.event.startsWith("xstate.error.actor.start"));
         expect(exit!.code, run.stderr()).toBe(failed ? 1 : 0);
         if (steps.some((s) => s.state === "restarting")) {
-          const line = await run.waitForLog((l) => l.msg === "restarted: the replacement process is running");
-          replacementPids.push(Number(line.pid));
+          await run.waitForLog((l) => l.msg === "restarted: the replacement process is running");
           // The replacement runs the same command line: it starts and serves again.
           await until("the replacement to start", () => run.logs.filter((l) => l.msg === "sluice started").length >= 2);
         }
@@ -174,6 +173,11 @@ describe("app lifecycle model", () => {
     } finally {
       blocker?.close();
       if (exit === null) run.child.kill("SIGKILL");
+      await run.exited;
+      // A path may end while the real process is still restarting: whatever replacement it started is ours to
+      // stop. Its "restarted" line was written just before the exit; give the pipe a moment to deliver it.
+      await new Promise((r) => setTimeout(r, 150));
+      for (const l of run.logs) if (l.msg === "restarted: the replacement process is running") replacementPids.push(Number(l.pid));
     }
   });
 });

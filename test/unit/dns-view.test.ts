@@ -6,7 +6,7 @@ import { EDNS_DO, FLAG, QTYPE } from "../../src/dns/constants.js";
 import { decodeMessage, encodeMessage, type Message, type ResourceRecord } from "../../src/dns/message.js";
 import { readName } from "../../src/dns/name.js";
 import { addressRecord, nameRdata, syntheticSoa } from "../../src/dns/rdata.js";
-import { fitUdp, indexMessage, minTtl, SECTION_ADDITIONAL, SECTION_ANSWER, setId, setTtlAt, ttlOffsets, udpLimit, wireRcode } from "../../src/dns/view.js";
+import { fitUdp, indexMessage, minTtl, scanMessage, SECTION_ADDITIONAL, SECTION_ANSWER, setId, udpLimit, wireRcode } from "../../src/dns/view.js";
 import { randInt, seededRandom } from "../helpers/wire.js";
 
 const WORDS = ["www", "Mail", "api", "CDN", "example", "com", "net", "a", "xn--bcher-kva", "sub"];
@@ -79,7 +79,37 @@ describe("indexMessage", () => {
       }
       const firstAdditional = idx.records.find((s) => s.section === SECTION_ADDITIONAL);
       expect(idx.additionalStart).toBe(firstAdditional ? firstAdditional.start : wire.length);
+      // The allocation-free check finds the same OPT record.
+      expect(scanMessage(wire)).toBe(idx.opt >= 0 ? idx.records[idx.opt].fixed : -1);
     }
+  });
+
+  test("scanMessage accepts and rejects exactly what indexMessage does (mutated messages)", () => {
+    const rnd = seededRandom(99);
+    let rejected = 0;
+    for (let i = 0; i < 2000; i++) {
+      const wire = Buffer.from(encodeMessage(randomMessage(rnd)));
+      // Corrupt a few bytes, or cut the message short.
+      const cut = rnd() < 0.3;
+      const bytes = cut ? wire.subarray(0, Math.floor(rnd() * wire.length)) : wire;
+      if (!cut) for (let k = 0; k < 3; k++) bytes[Math.floor(rnd() * bytes.length)] = Math.floor(rnd() * 256);
+      let indexed: number | "error";
+      try {
+        const idx = indexMessage(bytes);
+        indexed = idx.opt >= 0 ? idx.records[idx.opt].fixed : -1;
+      } catch {
+        indexed = "error";
+      }
+      let scanned: number | "error";
+      try {
+        scanned = scanMessage(bytes);
+      } catch {
+        scanned = "error";
+      }
+      expect(scanned).toBe(indexed);
+      if (indexed === "error") rejected++;
+    }
+    expect(rejected).toBeGreaterThan(200);
   });
 
   test("TTL patching touches every record but OPT; minTtl and wireRcode read the wire", () => {
@@ -96,9 +126,10 @@ describe("indexMessage", () => {
     expect(minTtl(wire, idx, -1)).toBe(7);
     expect(minTtl(wire, idx, SECTION_ADDITIONAL)).toBe(-1);
     expect(wireRcode(wire, idx)).toBe(0x13);
-    const offsets = ttlOffsets(idx);
-    expect(offsets).toHaveLength(3);
-    setTtlAt(wire, offsets, 12345);
+    // Every record but OPT is indexed with its TTL at fixed + 4.
+    const ttlFields = idx.records.filter((r) => r.type !== QTYPE.OPT).map((r) => r.fixed + 4);
+    expect(ttlFields).toHaveLength(3);
+    for (const at of ttlFields) wire.writeUInt32BE(12345, at);
     setId(wire, 0xabcd);
     const back = decodeMessage(wire);
     expect(back.id).toBe(0xabcd);

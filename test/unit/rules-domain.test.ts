@@ -194,8 +194,27 @@ describe("keyword automaton", () => {
     }
   });
 
+  test("a set too big for the dense table (sparse transitions) agrees with a naive scan too", () => {
+    // 6 000 distinct 6-letter keywords: well over 4 096 trie states, so the sparse path is used.
+    const letters = "abcdefghij";
+    const keywords = Array.from({ length: 6000 }, (_, i) => {
+      let w = "";
+      for (let n = i * 7919 + 12345, j = 0; j < 6; j++, n = Math.floor(n / 10)) w += letters[n % 10];
+      return w;
+    });
+    const ac = KeywordAutomaton.build(keywords);
+    for (let q = 0; q < 300; q++) {
+      let text = "";
+      for (let j = 0; j < 5 + rand(20); j++) text += letters[rand(10)];
+      if (q % 3 === 0) text = text.slice(0, 3) + keywords[rand(keywords.length)] + text.slice(3);
+      const naive = keywords.findIndex((k) => text.includes(k));
+      expect(ac.firstMatch(text), text).toBe(naive);
+      expect(ac.test(text)).toBe(naive >= 0);
+    }
+  });
+
   test("characters outside ASCII never match and reset the scan", () => {
-    const ac = KeywordAutomaton.build(["ab"]);
+    const ac = KeywordAutomaton.build(["ab", "ba", "abc", "cab", "bca"]);
     expect(ac.test("a\u00e9b")).toBe(false);
     expect(ac.test("\u00e9ab")).toBe(true);
   });

@@ -2,19 +2,8 @@
 // never crash, never another exception type, never a record our strict decoder would refuse.
 import { describe, expect, test } from "vitest";
 import { decodeMessage, encodeMessage, type ResourceRecord } from "../../src/dns/message.js";
+import { seededRandom } from "../helpers/wire.js";
 import { MAX_GENERATED, parseZone, ZoneError } from "../../src/dns/zone/index.js";
-
-/** mulberry32: a small seeded generator, so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ' \t\n\n\n\r;()"\\$@.,=#{}-/:0123456789abcdefxyzINAMXTSOPRHVC*\u00e9\u2713\u0000\u007f';
 
@@ -125,7 +114,7 @@ describe("random and garbage input only ever yields records or a located ZoneErr
     ["mutated zone", mutate, 22],
     ["token soup", tokens, 33],
   ] as const)("%s (300 inputs)", (_name, make, seed) => {
-    const r = rng(seed);
+    const r = seededRandom(seed);
     const outcomes: Record<Outcome, number> = { records: 0, error: 0 };
     for (let i = 0; i < 300; i++) outcomes[feed(make(r))]++;
     // Both paths must be exercised, or the generator is not testing anything.

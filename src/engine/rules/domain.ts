@@ -191,14 +191,30 @@ export class DomainTable<V> {
     const domain = this.domain;
     const own = domain.get(name);
     if (own !== undefined) return own;
-    for (let i = 0; i < name.length; i++) {
-      const c = name.charCodeAt(i);
-      if (c === 0x5c) i++; // escaped character (`\.` is not a label boundary)
-      else if (c === 0x2e) {
-        const v = domain.get(name.slice(i + 1));
-        if (v !== undefined) return v;
-      }
+    const suffixes = suffixesOf(name);
+    for (let i = 0; i < suffixes.length; i++) {
+      const v = domain.get(suffixes[i]);
+      if (v !== undefined) return v;
     }
     return undefined;
   }
+}
+
+// Every domain table a query consults sees the same name: its suffixes (and the hashes V8 caches
+// on those strings) are computed once, for the most recent name.
+let memoName = "";
+let memoSuffixes: string[] = [];
+
+/** `a.b.c` → [`b.c`, `c`]; an escaped dot (`\.`) is not a label boundary. */
+function suffixesOf(name: string): string[] {
+  if (name === memoName) return memoSuffixes;
+  const out: string[] = [];
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c === 0x5c) i++;
+    else if (c === 0x2e) out.push(name.slice(i + 1));
+  }
+  memoName = name;
+  memoSuffixes = out;
+  return out;
 }

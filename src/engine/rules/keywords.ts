@@ -3,6 +3,9 @@
 
 /** Keywords are ASCII (checked by the rule parser); any other code resets to the root. */
 const ALPHABET = 128;
+/** Up to this many states the full table costs at most 2 MiB. */
+const DENSE_MAX_STATES = 4096;
+const FEW_KEYWORDS = 4;
 
 export class KeywordAutomaton {
   /** Trie edges keyed `state * 128 + code` (one flat map keeps memory low for big lists). */
@@ -12,10 +15,24 @@ export class KeywordAutomaton {
   /** Smallest keyword index that ends at this state or on its failure chain; -1 for none. */
   private readonly best: Int32Array;
 
-  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array) {
+  /** Full transition table (failure links folded in) when the automaton is small: one read per char. */
+  private readonly dense: Int32Array | null;
+  /** A handful of keywords: String.prototype.includes beats any automaton. */
+  private readonly few: readonly string[] | null;
+
+  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array, few: readonly string[] | null) {
     this.edges = edges;
     this.fail = fail;
     this.best = best;
+    this.few = few;
+    this.dense = few === null && fail.length <= DENSE_MAX_STATES ? this.denseTable() : null;
+  }
+
+  private denseTable(): Int32Array {
+    const n = this.fail.length;
+    const table = new Int32Array(n * ALPHABET);
+    for (let s = 0; s < n; s++) for (let c = 0; c < ALPHABET; c++) table[s * ALPHABET + c] = this.step(s, c);
+    return table;
   }
 
   /** `keywords[i]` has priority `i` (lower wins when several occur in one name). */
@@ -72,7 +89,7 @@ export class KeywordAutomaton {
         queue[tail++] = v;
       }
     }
-    return new KeywordAutomaton(edges, fail, best);
+    return new KeywordAutomaton(edges, fail, best, keywords.length <= FEW_KEYWORDS ? keywords.slice() : null);
   }
 
   private step(s: number, c: number): number {
@@ -88,11 +105,18 @@ export class KeywordAutomaton {
 
   /** Index of the earliest-declared keyword occurring in `text`, or -1. */
   firstMatch(text: string): number {
+    const few = this.few;
+    if (few !== null) {
+      for (let k = 0; k < few.length; k++) if (text.includes(few[k])) return k;
+      return -1;
+    }
     const best = this.best;
+    const dense = this.dense;
     let found = -1;
     let s = 0;
     for (let i = 0; i < text.length; i++) {
-      s = this.step(s, text.charCodeAt(i));
+      const c = text.charCodeAt(i);
+      s = dense !== null ? (c < ALPHABET ? dense[s * ALPHABET + c] : 0) : this.step(s, c);
       const b = best[s];
       if (b >= 0 && (found < 0 || b < found)) {
         if (b === 0) return 0;
@@ -104,10 +128,17 @@ export class KeywordAutomaton {
 
   /** True when `text` contains any keyword (stops at the first one found). */
   test(text: string): boolean {
+    const few = this.few;
+    if (few !== null) {
+      for (let k = 0; k < few.length; k++) if (text.includes(few[k])) return true;
+      return false;
+    }
     const best = this.best;
+    const dense = this.dense;
     let s = 0;
     for (let i = 0; i < text.length; i++) {
-      s = this.step(s, text.charCodeAt(i));
+      const c = text.charCodeAt(i);
+      s = dense !== null ? (c < ALPHABET ? dense[s * ALPHABET + c] : 0) : this.step(s, c);
       if (best[s] >= 0) return true;
     }
     return false;

@@ -94,8 +94,8 @@ export function acceptAnswer(packet: Buffer, query: Buffer, id: number): DnsResp
   try {
     if (!sameQuestions(packet, query)) return null;
     const response = DnsResponse.fromWire(packet);
-    // Walking the records once proves the structure and caches the index the rcode reads.
-    void response.index;
+    // Walking the records once proves the structure (and notes where OPT is, for the rcode).
+    response.validate();
     return response;
   } catch {
     return null;

@@ -47,7 +47,7 @@ class UdpSlot {
       const queued = this.queued ?? [];
       this.queued = null;
       if (err) return this.failAll(new UpstreamError(`udp: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
-      for (const q of queued) if (this.pending.has(q.id)) this.transmit(q.id, q.packet);
+      for (const q of queued) if (this.pending.has(q.id)) this.transmit(q.packet);
     });
     this.socket.unref();
   }
@@ -77,18 +77,12 @@ class UdpSlot {
     });
     const packet = packetWithId(p.query, id, false);
     if (this.queued) this.queued.push({ id, packet });
-    else this.transmit(id, packet);
+    else this.transmit(packet);
   }
 
-  private transmit(id: number, packet: Buffer): void {
-    this.socket.send(packet, (err) => {
-      const p = this.pending.get(id);
-      if (!err || !p) return;
-      this.pending.delete(id);
-      p.ticket.release();
-      p.reject(new UpstreamError(`udp: send failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
-      this.closeIfDone();
-    });
+  /** No completion callback (it costs on every query): a failed send surfaces as the socket's `error`. */
+  private transmit(packet: Buffer): void {
+    this.socket.send(packet);
   }
 
   failAll(err: UpstreamError): void {

@@ -1,9 +1,9 @@
 // `arbitrary`: answers from static zone-format records (inline snippets and zone files), matched exactly on name, type and class.
 
-import { typeName } from "../../dns/constants.js";
-import { replyTo, type ResourceRecord } from "../../dns/message.js";
+import { RCODE, typeName } from "../../dns/constants.js";
+import type { ResourceRecord } from "../../dns/message.js";
 import { normalizeName } from "../../dns/name.js";
-import { DnsResponse } from "../../dns/response.js";
+import { recordBlock, type RecordBlock } from "../../dns/reply.js";
 import { parseZone, parseZoneFile, ZoneError } from "../../dns/zone/index.js";
 import type { DnsContext } from "../../engine/context.js";
 import { Step } from "../../engine/types.js";
@@ -50,6 +50,17 @@ class RecordIndex {
 
   find(lowerName: string, type: number, klass: number): readonly ResourceRecord[] | undefined {
     return this.byName.get(lowerName)?.get(type * 0x10000 + klass);
+  }
+
+  /** Every RRset in wire form, owned by the question name: what a query copies into its reply. */
+  blocks(): Map<string, Map<number, RecordBlock>> {
+    const out = new Map<string, Map<number, RecordBlock>>();
+    for (const [name, byType] of this.byName) {
+      const blocks = new Map<number, RecordBlock>();
+      for (const [typeClass, set] of byType) blocks.set(typeClass, recordBlock(set));
+      out.set(name, blocks);
+    }
+    return out;
   }
 }
 
@@ -112,22 +123,15 @@ export const arbitrary = definePlugin<ArbitraryArgs, "executor">({
     const answered = ctx.services.metrics.counter("arbitrary_answer_total", "Responses built from arbitrary records", ["plugin_tag"])({ plugin_tag: ctx.tag });
     const done = args.short_circuit ? Step.Stop : Step.Next;
 
+    const blocks = index.blocks();
     return {
+      // Servers pass exactly one question; the answer owners point at it, so its spelling comes back.
       execute(dnsCtx: DnsContext) {
-        const questions = dnsCtx.query.questions;
-        let answers: ResourceRecord[] | null = null;
-        for (let i = 0; i < questions.length; i++) {
-          const q = questions[i];
-          const set = index.find(i === 0 ? dnsCtx.qname : normalizeName(q.name), q.type, q.class);
-          if (set === undefined) continue;
-          answers ??= [];
-          // Owners take the question's spelling, so a 0x20-randomised name comes back as asked.
-          for (const rr of set) answers.push({ name: q.name, type: rr.type, class: rr.class, ttl: rr.ttl, data: rr.data });
-        }
-        if (answers === null) return Step.Next;
-        const reply = replyTo(dnsCtx.query);
-        reply.answers = answers;
-        dnsCtx.response = DnsResponse.fromMessage(reply);
+        const q = dnsCtx.query.questions[0];
+        if (q === undefined) return Step.Next;
+        const block = blocks.get(dnsCtx.qname)?.get(q.type * 0x10000 + q.class);
+        if (block === undefined) return Step.Next;
+        dnsCtx.reply(RCODE.NOERROR, block);
         answered.value++;
         return done;
       },

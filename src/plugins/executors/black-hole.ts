@@ -1,10 +1,8 @@
 // `black_hole`: answers A/AAAA queries with fixed (sinkhole) addresses, TTL 300.
 
-import { QTYPE } from "../../dns/constants.js";
+import { QTYPE, RCODE } from "../../dns/constants.js";
 import { parseIP } from "../../dns/ip.js";
-import { replyTo } from "../../dns/message.js";
-import { addressRecord } from "../../dns/rdata.js";
-import { DnsResponse } from "../../dns/response.js";
+import { recordBlock } from "../../dns/reply.js";
 import { Step } from "../../engine/types.js";
 import { ArgError, argProblems, definePlugin } from "../../registry/types.js";
 
@@ -65,17 +63,17 @@ export const blackHole = definePlugin<BlackHoleArgs, "executor">({
   check: (args) => argProblems(() => parseIps(args)),
   create(args, ctx) {
     const { v4, v6 } = parseIps(args);
+    const v4Block = recordBlock(v4.map((data) => ({ type: QTYPE.A, ttl: SINKHOLE_TTL, data })));
+    const v6Block = recordBlock(v6.map((data) => ({ type: QTYPE.AAAA, ttl: SINKHOLE_TTL, data })));
     const hit = ctx.services.metrics.counter("blackhole_block_total", "Answers synthesized by black_hole", ["plugin_tag"])({ plugin_tag: ctx.tag });
     const done = args.short_circuit ? Step.Stop : Step.Next;
     return {
       execute(dnsCtx) {
         const q = dnsCtx.query.questions[0];
         if (!q || q.class !== 1) return Step.Next;
-        const ips = q.type === QTYPE.A ? v4 : q.type === QTYPE.AAAA ? v6 : null;
-        if (!ips || ips.length === 0) return Step.Next;
-        const reply = replyTo(dnsCtx.query);
-        reply.answers = ips.map((ip) => addressRecord(q.name, ip, SINKHOLE_TTL));
-        dnsCtx.response = DnsResponse.fromMessage(reply);
+        const block = q.type === QTYPE.A ? v4Block : q.type === QTYPE.AAAA ? v6Block : null;
+        if (block === null || block.count === 0) return Step.Next;
+        dnsCtx.reply(RCODE.NOERROR, block);
         hit.value++;
         return done;
       },

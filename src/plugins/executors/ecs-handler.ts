@@ -84,8 +84,8 @@ export const ecsHandler = definePlugin<EcsArgs, "executor">({
     const ownOption = (dns: DnsContext): EdnsOption | null => {
       if (preset !== null) return preset;
       if (!send) return null;
-      const ip = parseIP(dns.clientIp);
-      return ip === null ? null : ecsOption(unmapIPv4(ip), mask4, mask6);
+      const ip = dns.clientAddress;
+      return ip === null ? null : ecsOption(ip, mask4, mask6);
     };
 
     return {

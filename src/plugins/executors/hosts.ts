@@ -1,10 +1,9 @@
 // `hosts`: answers A/AAAA queries from `<domain_rule> <ip> <ip> …` lines (inline and from files).
 
-import { QTYPE } from "../../dns/constants.js";
+import { QTYPE, RCODE } from "../../dns/constants.js";
 import { parseIP } from "../../dns/ip.js";
-import { replyTo } from "../../dns/message.js";
-import { addressRecord, syntheticSoa } from "../../dns/rdata.js";
-import { DnsResponse } from "../../dns/response.js";
+import { syntheticSoa } from "../../dns/rdata.js";
+import { EMPTY_BLOCK, recordBlock, type RecordBlock } from "../../dns/reply.js";
 import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
 import { readRuleFile, splitFields } from "../../engine/rules/source.js";
 import { Step } from "../../engine/types.js";
@@ -16,9 +15,10 @@ interface HostsArgs {
   short_circuit: boolean;
 }
 
+/** Answer records in wire form, built once when the table is built. */
 interface HostsEntry {
-  v4: Uint8Array[];
-  v6: Uint8Array[];
+  v4Block: RecordBlock;
+  v6Block: RecordBlock;
 }
 
 const ANSWER_TTL = 10;
@@ -28,13 +28,15 @@ const NODATA_SOA_TTL = 300;
 function addLine(fields: readonly string[], table: DomainTableBuilder<HostsEntry>): void {
   const [rule, ...ips] = fields;
   if (ips.length === 0) throw new Error(`'${rule}' has no address (format: <domain_rule> <ip> [<ip> ...])`);
-  const entry: HostsEntry = { v4: [], v6: [] };
+  const v4: Uint8Array[] = [];
+  const v6: Uint8Array[] = [];
   for (const text of ips) {
     const ip = parseIP(text);
     if (!ip) throw new Error(`'${text}' is not an IP address`);
-    (ip.length === 4 ? entry.v4 : entry.v6).push(ip);
+    (ip.length === 4 ? v4 : v6).push(ip);
   }
-  table.add(rule, entry);
+  const block = (list: Uint8Array[], type: number): RecordBlock => recordBlock(list.map((data) => ({ type, ttl: ANSWER_TTL, data })));
+  table.add(rule, { v4Block: block(v4, QTYPE.A), v6Block: block(v6, QTYPE.AAAA) });
 }
 
 function addEntries(args: HostsArgs, table: DomainTableBuilder<HostsEntry>): void {
@@ -86,6 +88,8 @@ export const hosts = definePlugin<HostsArgs, "executor">({
     const hit = ctx.services.metrics.counter("hosts_hit_total", "A/AAAA queries answered by hosts (including NODATA)", ["plugin_tag"])(labels);
     const miss = ctx.services.metrics.counter("hosts_miss_total", "A/AAAA queries hosts had no entry for", ["plugin_tag"])(labels);
     const done = args.short_circuit ? Step.Stop : Step.Next;
+    const soa = syntheticSoa("", NODATA_SOA_TTL);
+    const nodataSoa = recordBlock([{ type: soa.type, ttl: soa.ttl, data: soa.data }]);
     return {
       execute(dns) {
         const qs = dns.query.questions;
@@ -98,12 +102,10 @@ export const hosts = definePlugin<HostsArgs, "executor">({
           return Step.Next;
         }
         hit.value++;
-        const ips = q.type === QTYPE.A ? entry.v4 : entry.v6;
-        const reply = replyTo(dns.query);
+        const block = q.type === QTYPE.A ? entry.v4Block : entry.v6Block;
         // Known name without an address of this family: NODATA, with an SOA so clients cache it briefly.
-        if (ips.length === 0) reply.authorities = [syntheticSoa(q.name, NODATA_SOA_TTL)];
-        else reply.answers = ips.map((ip) => addressRecord(q.name, ip, ANSWER_TTL));
-        dns.response = DnsResponse.fromMessage(reply);
+        if (block.count === 0) dns.reply(RCODE.NOERROR, EMPTY_BLOCK, nodataSoa);
+        else dns.reply(RCODE.NOERROR, block);
         return done;
       },
     };

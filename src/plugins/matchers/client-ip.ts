@@ -1,14 +1,7 @@
 // `client_ip`: true when the client's address matches an IP/CIDR rule, a rule from a &file, or a $provider.
 
-import { parseIP, unmapIPv4 } from "../../dns/ip.js";
 import { compileIpRuleList, ruleListArgs, ruleListDependencies, ruleListProblems, type RuleListArgs } from "../../engine/rules/rule-list.js";
 import { definePlugin } from "../../registry/types.js";
-
-/** Peer address text without a zone id (`fe80::1%eth0`). */
-function withoutZone(ip: string): string {
-  const pct = ip.indexOf("%");
-  return pct < 0 ? ip : ip.slice(0, pct);
-}
 
 export const clientIpMatcher = definePlugin<RuleListArgs, "matcher">({
   type: "client_ip",
@@ -20,15 +13,21 @@ export const clientIpMatcher = definePlugin<RuleListArgs, "matcher">({
   dependencies: (args) => ruleListDependencies(args),
   async create(args, ctx) {
     const { set, providers } = await compileIpRuleList(args, ctx);
-    if (providers.length === 0) return { match: (dns) => set.containsText(withoutZone(dns.clientIp)) };
+    // The context parses the client address once, however many client_ip rules a query meets.
+    if (providers.length === 0) {
+      return {
+        match(dns) {
+          const ip = dns.clientAddress;
+          return ip !== null && set.contains(ip);
+        },
+      };
+    }
     return {
       match(dns) {
-        const text = withoutZone(dns.clientIp);
-        if (set.size > 0 && set.containsText(text)) return true;
-        const ip = parseIP(text);
+        const ip = dns.clientAddress;
         if (ip === null) return false;
-        const plain = unmapIPv4(ip);
-        for (let i = 0; i < providers.length; i++) if (providers[i].containsIp(plain)) return true;
+        if (set.size > 0 && set.contains(ip)) return true;
+        for (let i = 0; i < providers.length; i++) if (providers[i].containsIp(ip)) return true;
         return false;
       },
     };

@@ -31,6 +31,6 @@ export const markMatcher = definePlugin<MarkArgs, "matcher">({
       const m = marks[0];
       return { match: (ctx) => ctx.hasMark(m) };
     }
-    return { match: (ctx) => ctx.marks !== null && marks.some((m) => ctx.marks?.has(m) === true) };
+    return { match: (ctx) => ctx.marks !== null && marks.some((m) => ctx.hasMark(m)) };
   },
 });

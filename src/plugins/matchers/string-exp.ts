@@ -53,7 +53,7 @@ const TEXT = new Map<string, Getter>([
   ["qname", (c) => c.qname],
   ["client_ip", (c) => c.clientIp],
   ["resp_ip", respIps],
-  ["mark", (c) => (c.marks === null ? "" : [...c.marks].sort((a, b) => a - b).join(","))],
+  ["mark", (c) => (c.marks === null ? "" : c.marks.slice().sort((a, b) => a - b).join(","))],
 ]);
 
 /** A string test compiled from the op and its arguments. */

@@ -5,7 +5,9 @@
 //  - executor error: SERVFAIL; no response produced: empty NOERROR
 
 import { FLAG, RCODE } from "../../dns/constants.js";
-import { decodeMessage, encodeMessage, replyTo, type Message } from "../../dns/message.js";
+import { encodeMessage, replyTo } from "../../dns/message.js";
+import { decodeQuery, type DecodedQuery } from "../../dns/query.js";
+import type { DnsResponse } from "../../dns/response.js";
 import { fitUdp, setId, udpLimit } from "../../dns/view.js";
 import { DnsContext, type Protocol } from "../../engine/context.js";
 import { isPromise, Step, type Executor } from "../../engine/types.js";
@@ -68,13 +70,14 @@ export class QueryHandler {
 
   handle(raw: Buffer, clientIp: string, clientPort: number): Answer | Promise<Answer> {
     if (raw.length < 12 || (raw[2] & 0x80) !== 0) return null;
-    let query: Message;
+    let decoded: DecodedQuery;
     try {
-      query = decodeMessage(raw);
+      decoded = decodeQuery(raw);
     } catch {
       this.stats.dropped.value++;
       return headerReply(raw, RCODE.FORMERR);
     }
+    const query = decoded.message;
     const opcode = (query.flags >> 11) & 0x0f;
     if (opcode !== 0 || query.questions.length !== 1 || (query.edns !== null && query.edns.version !== 0)) {
       this.stats.dropped.value++;
@@ -88,7 +91,7 @@ export class QueryHandler {
     this.stats.requests.value++;
     this.stats.inflight.value++;
     this.pending++;
-    const ctx = new DnsContext(query, raw, clientIp, clientPort, this.protocol);
+    const ctx = new DnsContext(query, raw, clientIp, clientPort, this.protocol, decoded.qname, decoded.questionEnd);
     let result;
     try {
       result = this.entry.execute(ctx, null);
@@ -118,7 +121,8 @@ export class QueryHandler {
     else this.stats.controlled.value++;
     let wire: Buffer;
     try {
-      wire = ctx.response ? ctx.response.toWire() : encodeMessage(replyTo(ctx.query, RCODE.NOERROR));
+      if (ctx.response === null) ctx.reply(RCODE.NOERROR);
+      wire = (ctx.response as DnsResponse).toWire();
       setId(wire, ctx.query.id);
       // fitUdp indexes the message, which throws on a structurally broken response: same handling.
       if (this.protocol === "udp") wire = fitUdp(wire, limit);
@@ -140,8 +144,8 @@ export class QueryHandler {
   }
 
   private servfail(ctx: DnsContext, limit: number): Answer {
-    const wire = encodeMessage(replyTo(ctx.query, RCODE.SERVFAIL));
-    setId(wire, ctx.query.id);
+    ctx.reply(RCODE.SERVFAIL);
+    const wire = (ctx.response as DnsResponse).toWire();
     return this.protocol === "udp" ? fitUdp(wire, limit) : wire;
   }
 

@@ -3,7 +3,7 @@
 
 import { EDNS_OPTION, FLAG, QTYPE, RCODE } from "../../../dns/constants.js";
 import { normalizeName, readName } from "../../../dns/name.js";
-import { indexMessage, minTtl, SECTION_ANSWER, SECTION_AUTHORITY, ttlOffsets, wireRcode, type WireIndex } from "../../../dns/view.js";
+import { indexMessage, minTtl, SECTION_ANSWER, SECTION_AUTHORITY, wireRcode, type WireIndex } from "../../../dns/view.js";
 import type { KeyParts } from "./key.js";
 import type { Entry } from "./store.js";
 
@@ -136,12 +136,22 @@ export function restoreEntry(
   expireAt: number,
   qnameEnd: number,
 ): Entry {
-  const ttlAt = ttlOffsets(index);
-  const ttlCap = new Uint32Array(ttlAt.length);
-  for (let i = 0; i < ttlAt.length; i++) ttlCap[i] = Math.min(wire.readUInt32BE(ttlAt[i]), ttl);
+  const ttls: number[] = [];
+  for (const r of index.records) {
+    if (r.type === QTYPE.OPT) continue;
+    const at = r.fixed + 4;
+    ttls.push(at, Math.min(wire.readUInt32BE(at), ttl));
+  }
   const { qname, qtype, qclass, bits, ecs } = key;
-  const storedName = readName(wire, 12).name;
-  return { qname, qtype, qclass, bits, ecs, wire, ttlAt, ttlCap, qnameEnd, storedName, ttl, negative, cachedAt, freshUntil, expireAt, lastAccess: cachedAt, seq: 0, refreshing: false, prev: null, next: null };
+  const name = readName(wire, 12).name;
+  const storedName = name === qname ? qname : name;
+  // Whole milliseconds: a fraction would make each of these a heap number of its own.
+  const at = Math.floor(cachedAt);
+  return {
+    qname, qtype, qclass, bits, ecs, wire, ttls, qnameEnd, storedName, ttl, negative,
+    cachedAt: at, freshUntil: Math.floor(freshUntil), expireAt: Math.floor(expireAt), lastAccess: at,
+    seq: 0, refreshing: false, prev: null, next: null, sibling: null,
+  };
 }
 
 /** For dump loading: the question end when the stored answer fits its key, else -1. */

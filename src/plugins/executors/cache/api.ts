@@ -56,7 +56,7 @@ export function entryRow(e: Entry, now: number): CacheEntryRow {
   const an = (w[6] << 8) | w[7];
   const ns = (w[8] << 8) | w[9];
   const ar = (w[10] << 8) | w[11];
-  const hasOpt = an + ns + ar - e.ttlAt.length;
+  const hasOpt = an + ns + ar - e.ttls.length / 2;
   return {
     id: entryId(key),
     domain: e.qname,

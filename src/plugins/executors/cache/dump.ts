@@ -136,7 +136,7 @@ export function decodeDump(data: Buffer, now: number, unixNow: number): Entry[] 
       if (qnameEnd < 0) fail("message does not answer its key");
       if (expireLeft - elapsed <= 0) continue;
       const e = restoreEntry(fields, wire, index, ttl, flags === 1, now - age - elapsed, now + freshLeft - elapsed, now + expireLeft - elapsed, qnameEnd);
-      e.lastAccess = now - idle - elapsed;
+      e.lastAccess = Math.floor(now - idle - elapsed);
       out.push(e);
     } catch (err) {
       if (err instanceof InvalidDumpError) throw err;

@@ -105,26 +105,25 @@ export class CacheExecutor implements ExecutorPlugin {
     const id = ctx.query.id;
     out[0] = id >>> 8;
     out[1] = id & 0xff;
-    const at = e.ttlAt;
-    const cap = e.ttlCap;
+    const ttls = e.ttls;
     if (fresh) {
       // Whole seconds left, never 0 while fresh (0 tells clients not to cache at all).
       let left = Math.floor((e.freshUntil - now) / 1000);
       if (left < 1) left = 1;
       else if (left > e.ttl) left = e.ttl; // a query that arrived before the entry was stored
       const spent = e.ttl - left;
-      for (let i = 0; i < at.length; i++) {
-        const c = cap[i];
+      for (let i = 0; i < ttls.length; i += 2) {
+        const c = ttls[i + 1];
         let t = c - spent;
         if (t < 1) t = c === 0 ? 0 : 1;
-        writeTtl(out, at[i], t);
+        writeTtl(out, ttls[i], t);
       }
     } else {
       let t = Math.ceil((e.expireAt - now) / 1000);
       if (t > STALE_ANSWER_TTL) t = STALE_ANSWER_TTL;
       if (t > e.ttl) t = e.ttl;
       if (t < 1) t = 1;
-      for (let i = 0; i < at.length; i++) writeTtl(out, at[i], cap[i] < t ? cap[i] : t);
+      for (let i = 0; i < ttls.length; i += 2) writeTtl(out, ttls[i], ttls[i + 1] < t ? ttls[i + 1] : t);
     }
     // Echo the asker's 0x20 case: same name, so same length; only letters can differ.
     const name = ctx.query.questions[0].name;

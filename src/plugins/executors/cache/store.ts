@@ -8,18 +8,21 @@ import type { KeyParts } from "./key.js";
 /** One cached answer. `wire` is never changed after it is stored; hits patch a copy. */
 export interface Entry extends Readonly<KeyParts> {
   readonly wire: Buffer;
-  /** Offset of each TTL field (OPT excluded). */
-  readonly ttlAt: Int32Array;
-  /** Each record's original TTL, capped at `ttl`: no record outlives the entry. */
-  readonly ttlCap: Uint32Array;
+  /**
+   * Per record (OPT excluded), two numbers: the offset of its TTL field and its original TTL capped
+   * at `ttl` (no record outlives the entry). One small array of small integers: the cheapest shape
+   * in V8's heap, which matters at 100 000s of entries.
+   */
+  readonly ttls: number[];
   /** End of the question name (it starts, uncompressed, at offset 12). */
   readonly qnameEnd: number;
-  /** The question name as stored (letter case included), to skip the 0x20 echo when it already matches. */
+  /** The question name as stored (letter case included), to skip the 0x20 echo when it already matches;
+   *  the same string as `qname` when they are equal. */
   readonly storedName: string;
   /** The entry's TTL in seconds, after max_positive_ttl / max_negative_ttl. */
   readonly ttl: number;
   readonly negative: boolean;
-  /** Monotonic ms (performance.now()). */
+  /** Monotonic ms (performance.now()), whole milliseconds (small integers take no heap of their own). */
   readonly cachedAt: number;
   readonly freshUntil: number;
   /** freshUntil, or later when serve-stale applies. */
@@ -31,10 +34,13 @@ export interface Entry extends Readonly<KeyParts> {
   refreshing: boolean;
   prev: Entry | null;
   next: Entry | null;
+  /** The next entry for the same name (another qtype, class, bits or ECS scope). */
+  sibling: Entry | null;
 }
 
 export class LruStore {
-  private readonly byName = new Map<string, Entry[]>();
+  /** First entry per name; the rest hang off `sibling`. */
+  private readonly byName = new Map<string, Entry>();
   private count = 0;
   /** Most recently used. */
   private head: Entry | null = null;
@@ -48,10 +54,7 @@ export class LruStore {
   }
 
   find(qname: string, qtype: number, qclass: number, bits: number, ecs: string): Entry | undefined {
-    const bucket = this.byName.get(qname);
-    if (bucket === undefined) return undefined;
-    for (let i = 0; i < bucket.length; i++) {
-      const e = bucket[i];
+    for (let e = this.byName.get(qname) ?? null; e !== null; e = e.sibling) {
       if (e.qtype === qtype && e.qclass === qclass && e.bits === bits && e.ecs === ecs) return e;
     }
     return undefined;
@@ -59,7 +62,7 @@ export class LruStore {
 
   /** Marks an entry as just used. */
   touch(e: Entry, now: number): void {
-    e.lastAccess = now;
+    e.lastAccess = Math.floor(now);
     e.seq = ++this.stamp;
     if (this.head === e) return;
     this.unlink(e);
@@ -70,9 +73,8 @@ export class LruStore {
   insert(e: Entry): number {
     const old = this.find(e.qname, e.qtype, e.qclass, e.bits, e.ecs);
     if (old) this.remove(old);
-    const bucket = this.byName.get(e.qname);
-    if (bucket) bucket.push(e);
-    else this.byName.set(e.qname, [e]);
+    e.sibling = this.byName.get(e.qname) ?? null;
+    this.byName.set(e.qname, e);
     this.count++;
     e.seq = ++this.stamp;
     this.linkHead(e);
@@ -85,11 +87,17 @@ export class LruStore {
   }
 
   remove(e: Entry): void {
-    const bucket = this.byName.get(e.qname);
-    const at = bucket ? bucket.indexOf(e) : -1;
-    if (!bucket || at < 0) return;
-    if (bucket.length === 1) this.byName.delete(e.qname);
-    else bucket.splice(at, 1);
+    const first = this.byName.get(e.qname);
+    if (first === e) {
+      if (e.sibling === null) this.byName.delete(e.qname);
+      else this.byName.set(e.qname, e.sibling);
+    } else {
+      let p = first ?? null;
+      while (p !== null && p.sibling !== e) p = p.sibling;
+      if (p === null) return;
+      p.sibling = e.sibling;
+    }
+    e.sibling = null;
     this.count--;
     this.unlink(e);
   }
