@@ -13,6 +13,7 @@ const { MetricsHub } = await load("src/observability/metrics.js");
 const { silentLogger } = await load("src/observability/logger.js");
 const { DnsContext } = await load("src/engine/context.js");
 const { decodeMessage, encodeMessage, replyTo } = await load("src/dns/message.js");
+const { decodeQuery } = await load("src/dns/query.js");
 const { DnsResponse } = await load("src/dns/response.js");
 const { addressRecord } = await load("src/dns/rdata.js");
 
@@ -75,7 +76,9 @@ function withContext(n) {
   let bytes = 0;
   for (let i = 0; i < n; i++) {
     const w = wires[i & (NAMES - 1)];
-    const ctx = new DnsContext(decodeMessage(w), w, "127.0.0.1", 0, "udp");
+    // As the servers do: the query fast path, then a context that takes its name and question end.
+    const q = decodeQuery(w);
+    const ctx = new DnsContext(q.message, w, "127.0.0.1", 0, "udp", q.qname, q.questionEnd);
     cache.execute(ctx, upstream);
     bytes += ctx.response.toWire().length;
   }

@@ -78,6 +78,8 @@ export class TcpListener extends Listener<TcpHandler> {
     };
     socket.on("data", (chunk: Buffer) => {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      // Answers ready at once (cache, local data) for queries pipelined in one chunk leave in one write.
+      socket.cork();
       while (pending.length >= 2) {
         const len = pending.readUInt16BE(0);
         if (pending.length < len + 2) break;
@@ -94,6 +96,7 @@ export class TcpListener extends Listener<TcpHandler> {
           else reply(answer);
         });
       }
+      socket.uncork();
       if (inflight >= MAX_INFLIGHT_PER_CONNECTION) socket.pause();
     });
   }

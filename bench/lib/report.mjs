@@ -1,0 +1,200 @@
+// @ts-check
+// Turns measurements into the results table, the targets with PASS/MISS, and the README section.
+import { readFile, writeFile } from "node:fs/promises";
+
+/**
+ * @typedef {object} Latency
+ * @property {number | null} avgMs
+ * @property {number | null} p99Ms
+ * @property {number} qps       achieved rate (the target is 20 000)
+ * @property {number} lost
+ * @property {number} samples
+ */
+
+/**
+ * @typedef {object} ServerResult
+ * @property {number} qps          best saturation round
+ * @property {number[]} rounds     QPS of every saturation round
+ * @property {number} lost         lost in the saturation rounds
+ * @property {number | null} cpu   the server's CPU use during saturation (1 = one core)
+ * @property {Latency | null} latency     the latency round with the lowest p99 (its `lost` is over all rounds)
+ * @property {Latency[]} [latencyRounds]
+ * @property {string} [error]  the server could not be measured
+ * @property {string} [note]   a measurement that failed (e.g. dnsperf gave up on the latency run)
+ */
+
+/**
+ * @typedef {object} ScenarioResult
+ * @property {string} name
+ * @property {string} purpose
+ * @property {"udp" | "tcp"} transport
+ * @property {string} queries
+ * @property {Record<string, ServerResult>} servers
+ */
+
+/**
+ * @typedef {object} MemoryResult
+ * @property {number} names
+ * @property {number} cacheSize
+ * @property {number} rate
+ * @property {{ names: number, rssMiB: number }[]} samples
+ * @property {Record<string, number | null>} milestones  names → RSS MiB
+ * @property {number} maxMiB
+ * @property {number} idleMiB
+ * @property {number} peakEarly  highest RSS (MiB) while the 2nd quarter of the names went through
+ * @property {number} peakLate   highest RSS (MiB) over the 2nd half
+ * @property {boolean | null} flat  peakLate ≤ 1.10 × peakEarly
+ * @property {number} lost
+ * @property {boolean} scaled    quick mode: a fifth of the names
+ */
+
+export const SERVER_ORDER = ["sluice", "ceiling", "unbound", "dnsmasq"];
+const LABEL = /** @type {Record<string, string>} */ ({ sluice: "Sluice", ceiling: "ceiling", unbound: "unbound", dnsmasq: "dnsmasq" });
+
+/** @param {number | null | undefined} v @param {number} [digits] */
+const fmt = (v, digits = 0) => (v === null || v === undefined || Number.isNaN(v) ? "—" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+
+/** @param {number[]} xs */
+const median = (xs) => {
+  if (xs.length === 0) return null;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** @param {ScenarioResult} s @param {string} other */
+export function ratio(s, other) {
+  const a = s.servers.sluice;
+  const b = s.servers[other];
+  if (!a || !b || a.error || b.error || !(b.qps > 0)) return null;
+  return a.qps / b.qps;
+}
+
+/**
+ * The results table (markdown).
+ * @param {ScenarioResult[]} scenarios
+ */
+export function resultsTable(scenarios) {
+  const lines = [
+    "| scenario | server | QPS (best) | QPS (median) | lost | server CPU | avg ms @20k | p99 ms @20k | lost @20k | Sluice ÷ server |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const s of scenarios) {
+    for (const name of SERVER_ORDER) {
+      const r = s.servers[name];
+      if (!r) continue;
+      const label = `${s.name}${s.transport === "tcp" ? " (TCP)" : ""}`;
+      if (r.error) {
+        lines.push(`| ${label} | ${LABEL[name]} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
+        continue;
+      }
+      const l = r.latency;
+      const short = l && l.qps < 19_000 ? ` (${fmt(l.qps)} QPS)` : "";
+      const rt = name === "sluice" ? "—" : fmt(ratio(s, name), 2);
+      lines.push(
+        `| ${label} | ${LABEL[name]} | ${fmt(r.qps)} | ${fmt(median(r.rounds))} | ${fmt(r.lost)} | ${r.cpu === null ? "—" : `${Math.round(r.cpu * 100)}%`} | ` +
+          `${fmt(l?.avgMs, 3)}${short} | ${l ? (l.p99Ms === null ? ">1% lost" : fmt(l.p99Ms, 3)) : "—"} | ${fmt(l?.lost)} | ${rt} |`,
+      );
+    }
+  }
+  const notes = scenarios.flatMap((s) => SERVER_ORDER.filter((n) => s.servers[n]?.note).map((n) => `- ${s.name} / ${LABEL[n]}: ${s.servers[n].note}`));
+  if (notes.length > 0) lines.push("", "Measurements that failed:", ...notes);
+  return lines.join("\n");
+}
+
+/** @param {ScenarioResult[]} scenarios */
+export function purposes(scenarios) {
+  return scenarios.map((s) => `- **${s.name}** — ${s.purpose}`).join("\n");
+}
+
+/**
+ * @typedef {object} Target
+ * @property {string} target
+ * @property {string} measured
+ * @property {"PASS" | "MISS" | "not run"} result
+ */
+
+/**
+ * The targets from bench/README.md, judged on this run.
+ * @param {ScenarioResult[]} scenarios @param {MemoryResult | null} memory
+ * @returns {Target[]}
+ */
+export function judgeTargets(scenarios, memory) {
+  const by = Object.fromEntries(scenarios.map((s) => [s.name, s]));
+  /** @type {Target[]} */
+  const out = [];
+  /** @param {string} name @param {string} other @param {number} min @param {boolean} zeroLost */
+  const qpsTarget = (name, other, min, zeroLost) => {
+    const s = by[name];
+    const target = `${name}: Sluice ≥ ${min.toFixed(2)} × ${other} QPS${zeroLost ? ", 0 lost" : ""}`;
+    const r = s ? ratio(s, other) : null;
+    if (!s || r === null) return out.push({ target, measured: "—", result: "not run" });
+    const lost = s.servers.sluice.lost;
+    const ok = r >= min && (!zeroLost || lost === 0);
+    out.push({ target, measured: `${r.toFixed(3)} ×${zeroLost ? `, ${lost} lost` : ""}`, result: ok ? "PASS" : "MISS" });
+  };
+  qpsTarget("cache-hot", "ceiling", 0.8, true);
+  qpsTarget("local", "ceiling", 0.8, true);
+  qpsTarget("domain-set", "ceiling", 0.7, false);
+  qpsTarget("sequence-heavy", "ceiling", 0.7, false);
+  qpsTarget("forward", "dnsmasq", 0.8, false);
+  {
+    const target = "cache-hot: Sluice p99 @20k QPS ≤ 2 × unbound's";
+    const s = by["cache-hot"];
+    const mine = s?.servers.sluice?.latency;
+    const theirs = s?.servers.unbound?.latency;
+    const floor = s?.servers.ceiling?.latency?.p99Ms;
+    const ceilingNote = floor ? `; ceiling ${floor.toFixed(3)} ms` : "";
+    if (!mine || !theirs || theirs.p99Ms === null) out.push({ target, measured: "—", result: "not run" });
+    else if (mine.p99Ms === null) out.push({ target, measured: `>1% lost vs ${theirs.p99Ms.toFixed(3)} ms`, result: "MISS" });
+    else
+      out.push({
+        target,
+        measured: `${mine.p99Ms.toFixed(3)} ms vs ${theirs.p99Ms.toFixed(3)} ms (${(mine.p99Ms / theirs.p99Ms).toFixed(2)} ×${ceilingNote})`,
+        result: mine.p99Ms <= 2 * theirs.p99Ms ? "PASS" : "MISS",
+      });
+  }
+  if (!memory) {
+    out.push({ target: "memory: max RSS < 300 MB", measured: "—", result: "not run" });
+    out.push({ target: "memory: flat once the cache is full", measured: "—", result: "not run" });
+  } else {
+    const maxMB = (memory.maxMiB * 2 ** 20) / 1e6;
+    out.push({ target: "memory: max RSS < 300 MB", measured: `${maxMB.toFixed(0)} MB`, result: memory.scaled ? "not run" : maxMB < 300 ? "PASS" : "MISS" });
+    out.push({
+      target: "memory: flat once the cache is full (peak RSS over the 2nd half of the names ≤ 1.10 × peak over the 2nd quarter)",
+      measured: memory.peakEarly > 0 ? `${memory.peakLate.toFixed(0)} MiB vs ${memory.peakEarly.toFixed(0)} MiB (${(memory.peakLate / memory.peakEarly).toFixed(2)} ×)` : "—",
+      result: memory.scaled || memory.flat === null ? "not run" : memory.flat ? "PASS" : "MISS",
+    });
+  }
+  return out;
+}
+
+/** @param {Target[]} targets */
+export function targetsTable(targets) {
+  return ["| target | measured | result |", "|---|---|---|", ...targets.map((t) => `| ${t.target} | ${t.measured} | ${t.result} |`)].join("\n");
+}
+
+/** @param {MemoryResult} m */
+export function memoryTable(m) {
+  const keys = Object.keys(m.milestones);
+  const head = keys.map((k) => `RSS @${Number(k) >= 1e6 ? `${Number(k) / 1e6}M` : `${Number(k) / 1e3}k`}`);
+  return [
+    `| idle | ${head.join(" | ")} | max | lost |`,
+    `|${"---:|".repeat(keys.length + 3)}`,
+    `| ${fmt(m.idleMiB)} MiB | ${keys.map((k) => `${fmt(m.milestones[k])} MiB`).join(" | ")} | ${fmt(m.maxMiB)} MiB | ${fmt(m.lost)} |`,
+  ].join("\n");
+}
+
+/**
+ * Replaces the text between the results markers of the README.
+ * @param {string} path @param {string} section
+ */
+export async function recordReadme(path, section) {
+  const text = await readFile(path, "utf8");
+  const startMark = "<!-- results:start -->";
+  const endMark = "<!-- results:end -->";
+  const a = text.indexOf(startMark);
+  const b = text.indexOf(endMark);
+  if (a < 0 || b < a) throw new Error(`${path}: the ${startMark} / ${endMark} markers are missing`);
+  await writeFile(path, `${text.slice(0, a + startMark.length)}\n${section}\n${text.slice(b)}`);
+}

@@ -1,0 +1,341 @@
+// @ts-check
+// `npm run bench`: dnsperf against Sluice and, in the same run on the same machine, a bare Node responder
+// (the ceiling), unbound and dnsmasq; prints QPS, lost queries and latency per scenario, the ratios, the
+// targets (PASS/MISS), and writes bench/results/<timestamp>.json and latest.json. See bench/README.md.
+//   node bench/run.mjs [--quick] [--only local,cache-hot,...] [--record]
+import { execFileSync } from "node:child_process";
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { dnsperf } from "./lib/dnsperf.mjs";
+import { measureServers } from "./lib/measure.mjs";
+import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
+import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
+import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
+import { judgeTargets, memoryTable, purposes, recordReadme, resultsTable, targetsTable } from "./lib/report.mjs";
+import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
+
+/** @typedef {import("./lib/report.mjs").ScenarioResult} ScenarioResult */
+/** @typedef {import("./lib/report.mjs").MemoryResult} MemoryResult */
+/** @typedef {import("./lib/procs.mjs").Started} Started */
+/** @typedef {import("./lib/refs.mjs").RefMode} RefMode */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const BENCH = join(ROOT, "bench");
+
+/**
+ * @typedef {object} Scenario
+ * @property {string} name
+ * @property {string} purpose
+ * @property {string} config         bench/configs/<config>.yaml
+ * @property {"local" | "domainSet"} queries
+ * @property {RefMode} ref           what unbound and dnsmasq do
+ * @property {boolean} tcp
+ * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
+ */
+
+/** @type {Scenario[]} */
+const SCENARIOS = [
+  { name: "local", purpose: "1 000 names answered from `hosts` and `arbitrary`; references answer from local data.", config: "local", queries: "local", ref: "local", tcp: false, expect: { NOERROR: 1 } },
+  { name: "cache-hot", purpose: "`cache` in front of `forward`, every query a hit after a warm-up pass; references are caching forwarders to the same upstream.", config: "cache-hot", queries: "local", ref: "cache", tcp: false, expect: { NOERROR: 1 } },
+  { name: "forward", purpose: "no cache, every query forwarded to one local upstream (unbound); dnsmasq and unbound forward with their caches off.", config: "forward", queries: "local", ref: "forward", tcp: false, expect: { NOERROR: 1 } },
+  { name: "domain-set", purpose: "`qname $set` against 100 000 rules (full/domain/keyword); half the names match (NXDOMAIN), half get an address from `hosts`.", config: "domain-set", queries: "domainSet", ref: "domain-set", tcp: false, expect: { NOERROR: 0.5, NXDOMAIN: 0.5 } },
+  { name: "sequence-heavy", purpose: "20 sequence rules with mixed matchers before the local answer; references answer locally.", config: "sequence-heavy", queries: "local", ref: "local", tcp: false, expect: { NOERROR: 1 } },
+  { name: "tcp", purpose: "cache-hot over TCP (4 connections); references and ceiling over TCP too.", config: "cache-hot", queries: "local", ref: "cache", tcp: true, expect: { NOERROR: 1 } },
+];
+const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory"];
+
+const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304 };
+const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net" };
+
+// Saturation: 4 sockets, at most 200 queries outstanding, one dnsperf thread pinned to its own core while
+// the server has the other (see bench/README.md, "Flags").
+const SATURATION = { clients: 4, outstanding: 200, threads: 1 };
+const LATENCY = { qps: 20_000, clients: 4, outstanding: 500 };
+
+/** @returns {{ quick: boolean, only: string[] | null, record: boolean }} */
+function parseArgs() {
+  const argv = process.argv.slice(2);
+  const opts = { quick: false, only: /** @type {string[] | null} */ (null), record: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--quick") opts.quick = true;
+    else if (a === "--record") opts.record = true;
+    else if (a === "--only" || a.startsWith("--only=")) {
+      const v = a === "--only" ? argv[++i] : a.slice("--only=".length);
+      opts.only = (v ?? "").split(",").map((x) => x.trim()).filter(Boolean);
+      const bad = opts.only.filter((x) => !ALL_NAMES.includes(x));
+      if (bad.length > 0 || opts.only.length === 0) usage(`unknown scenario '${bad.join(",") || v}'`);
+    } else if (a === "--help" || a === "-h") usage(null);
+    else usage(`unknown option '${a}'`);
+  }
+  return opts;
+}
+
+/** @param {string | null} problem @returns {never} */
+function usage(problem) {
+  if (problem) console.error(problem);
+  console.error(`usage: node bench/run.mjs [--quick] [--only <${ALL_NAMES.join("|")}>[,...]] [--record]`);
+  process.exit(problem ? 2 : 0);
+}
+
+const opts = parseArgs();
+// Saturation: 5 interleaved rounds × 2 s per server, the best round counts. Latency at 20 000 QPS: 2 interleaved
+// rounds × 3 s (60 000 samples each), the round with the lower p99 counts. See bench/README.md, "Flags".
+/** @type {import("./lib/measure.mjs").Plan} */
+const PLAN = {
+  satRounds: opts.quick ? 1 : 5,
+  satSeconds: 2,
+  saturation: SATURATION,
+  latRounds: opts.quick ? 1 : 2,
+  latSeconds: opts.quick ? 2 : 3,
+  latency: LATENCY,
+};
+
+installSignalHandlers();
+const { tools, cli, taskset } = checkPrerequisites(ROOT);
+const machine = machineInfo(tools);
+// Each server gets one core to itself, dnsperf (and the upstream) the other.
+const pin = taskset !== null && machine.cores >= 2;
+const SERVER_CPUS = pin ? "1" : null;
+const LOAD_CPUS = pin ? "0" : null;
+// The harness itself stays off the server's core too.
+if (pin) execFileSync(/** @type {string} */ (taskset), ["-a", "-p", "-c", "0", String(process.pid)], { stdio: "ignore" });
+
+/** @param {string} msg */
+const log = (msg) => console.log(msg);
+
+/**
+ * Starts a process and waits until it answers DNS on `port`.
+ * @param {string} name @param {string} cmd @param {string[]} args @param {number} port @param {string} probe
+ * @param {{ env?: NodeJS.ProcessEnv, cwd?: string, cpus?: string | null }} [o]
+ */
+async function startServer(name, cmd, args, port, probe, o = {}) {
+  const p = start(name, cmd, args, { cpus: o.cpus === undefined ? SERVER_CPUS : o.cpus, env: o.env, cwd: o.cwd });
+  try {
+    await waitReady(p, port, probe, 30_000);
+  } catch (err) {
+    await stop(p);
+    throw err;
+  }
+  return p;
+}
+
+/**
+ * @param {string} config @param {number} port @param {string} probe
+ * @param {{ tmp: string, rules: string }} ctx
+ */
+function startSluice(config, port, probe, ctx) {
+  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules };
+  const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
+  return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
+}
+
+/**
+ * Runs one scenario: starts Sluice, unbound and dnsmasq for it (the ceiling runs throughout), checks
+ * their answers on a warm-up pass, then measures saturation (interleaved rounds) and latency at 20 000 QPS.
+ * @param {Scenario} sc @param {{ tmp: string, rules: string, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
+ * @returns {Promise<ScenarioResult>}
+ */
+async function runScenario(sc, ctx) {
+  const file = ctx.queries[sc.queries];
+  const probe = PROBE_NAME[sc.queries];
+  /** @type {ScenarioResult} */
+  const result = { name: sc.name, purpose: sc.purpose, transport: sc.tcp ? "tcp" : "udp", queries: file.slice(ROOT.length + 1), servers: {} };
+  /** @type {Record<string, { port: number, proc: Started }>} */
+  const live = { ceiling: { port: PORTS.ceiling, proc: ctx.ceiling } };
+  /** @type {Started[]} */
+  const own = [];
+  /** @param {string} name @param {unknown} err */
+  const fail = (name, err) => {
+    const msg = err instanceof Error ? err.message : String(err);
+    log(`  ${name}: FAILED — ${msg.split("\n").slice(0, 6).join("\n    ")}`);
+    result.servers[name] = { qps: 0, rounds: [], lost: 0, cpu: null, latency: null, error: msg };
+  };
+  try {
+    const refOpts = { dir: ctx.tmp, mode: sc.ref, upstreamPort: PORTS.upstream, data: ctx.refData };
+    /** @type {[string, number, () => Promise<Started>][]} */
+    const starters = [
+      ["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)],
+      ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
+      ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
+    ];
+    for (const [name, port, begin] of starters) {
+      try {
+        const proc = await begin();
+        own.push(proc);
+        live[name] = { port, proc };
+      } catch (err) {
+        fail(name, err);
+      }
+    }
+    const base = { file, outFile: join(ctx.tmp, "dnsperf.out"), tcp: sc.tcp, cpus: LOAD_CPUS };
+    // Warm-up pass: fills the caches and checks that every server answers as the scenario expects.
+    for (const name of Object.keys(live)) {
+      try {
+        const w = await dnsperf({ ...base, port: live[name].port, maxRuns: 1, seconds: 30, clients: 4, outstanding: 100, timeoutSeconds: 60 });
+        if (name !== "ceiling") checkAnswers(sc, w.stats, name);
+      } catch (err) {
+        fail(name, err);
+        delete live[name];
+      }
+    }
+    const targets = Object.fromEntries(Object.entries(live).map(([n, v]) => [n, { port: v.port, pid: v.proc.pid }]));
+    Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log));
+  } finally {
+    for (const p of own) await stop(p);
+  }
+  return result;
+}
+
+/**
+ * Throws unless the answers have the scenario's rcode mix (exactly, when every query was answered; within
+ * 5 points when some were lost, which is reported and also shows in the measurements).
+ * @param {Scenario} sc @param {import("./lib/dnsperf.mjs").PerfStats} st @param {string} server
+ */
+function checkAnswers(sc, st, server) {
+  const answered = st.completed;
+  if (answered < st.sent / 2) throw new Error(`warm-up: only ${answered} of ${st.sent} queries answered`);
+  const unexpected = Object.keys(st.rcodes).filter((r) => !(r in sc.expect));
+  if (unexpected.length > 0) throw new Error(`warm-up: unexpected answers ${JSON.stringify(st.rcodes)}`);
+  for (const [rcode, share] of Object.entries(sc.expect)) {
+    const got = st.rcodes[rcode] ?? 0;
+    const ok = answered === st.sent ? got === Math.round(st.sent * share) : Math.abs(got / answered - share) <= 0.05;
+    if (!ok) throw new Error(`warm-up: expected ${Math.round(share * 100)}% ${rcode}, got ${JSON.stringify(st.rcodes)}`);
+  }
+  if (answered < st.sent) log(`  ${sc.name.padEnd(14)} ${server.padEnd(8)} warm-up: ${st.sent - answered} of ${st.sent} queries unanswered`);
+}
+
+/**
+ * The memory check: distinct names once through a 100 000-entry cache at a fixed rate, VmRSS sampled each second.
+ * @param {{ tmp: string, rules: string }} ctx
+ * @returns {Promise<MemoryResult>}
+ */
+async function runMemory(ctx) {
+  const scale = opts.quick ? 0.2 : 1;
+  const names = MEMORY_NAMES * scale;
+  const rate = 20_000;
+  const file = join(ctx.tmp, "memory-names.txt");
+  await writeMemoryQueries(file, names);
+  const sluice = await startSluice("memory", PORTS.sluice, "m0.mem.test", ctx);
+  try {
+    const idle = (await rssMiB(sluice.pid)) ?? 0;
+    /** @type {{ names: number, rssMiB: number }[]} */
+    const samples = [];
+    let sent = 0;
+    const sample = async () => {
+      const rss = await rssMiB(sluice.pid);
+      if (rss !== null) samples.push({ names: Math.round(Math.min(sent, names)), rssMiB: Number(rss.toFixed(1)) });
+    };
+    const run = await dnsperf({
+      port: PORTS.sluice, file, outFile: join(ctx.tmp, "dnsperf.out"), maxRuns: 1, qps: rate, statsInterval: 1, ...SATURATION, outstanding: 500, cpus: LOAD_CPUS,
+      seconds: names / rate + 30,
+      timeoutSeconds: names / rate + 60,
+      onInterval: (qps) => {
+        sent += qps;
+        void sample();
+      },
+    });
+    sent = names;
+    await sample();
+    /** @type {Record<string, number | null>} */
+    const milestones = {};
+    for (const m of [100_000, 250_000, 500_000, 750_000, 1_000_000]) {
+      const at = samples.find((s) => s.names >= m * scale);
+      milestones[String(m * scale)] = at ? at.rssMiB : null;
+    }
+    const maxMiB = Math.max(idle, ...samples.map((s) => s.rssMiB));
+    // RSS follows the garbage collector's sawtooth, so "stopped growing" compares peaks: the highest RSS over the
+    // second half of the names against the highest over the second quarter (the cache is full from 10% on).
+    /** @param {number} from @param {number} to */
+    const peak = (from, to) => Math.max(0, ...samples.filter((s) => s.names >= from * names && s.names < to * names).map((s) => s.rssMiB));
+    const peakEarly = peak(0.25, 0.5);
+    const peakLate = peak(0.5, 1.01);
+    const flat = peakEarly > 0 && peakLate > 0 ? peakLate <= peakEarly * 1.1 : null;
+    log(`  memory: ${Object.entries(milestones).map(([k, v]) => `${Number(k) / 1000}k ${v?.toFixed(0)} MiB`).join(", ")}, max ${maxMiB.toFixed(0)} MiB, ${run.stats.lost} lost`);
+    return { names, cacheSize: 100_000, rate, samples, milestones, maxMiB, idleMiB: Number(idle.toFixed(1)), peakEarly, peakLate, flat, lost: run.stats.lost, scaled: opts.quick };
+  } finally {
+    await stop(sluice);
+  }
+}
+
+async function main() {
+  const began = Date.now();
+  const cpuAtStart = cpuReading();
+  const selected = SCENARIOS.filter((s) => !opts.only || opts.only.includes(s.name));
+  const withMemory = !opts.only || opts.only.includes("memory");
+  for (const [name, port] of Object.entries(PORTS)) {
+    if (!(await portFree(port))) throw new Error(`port ${port} (for ${name}) is in use on 127.0.0.1; stop whatever holds it`);
+  }
+  const tmp = await mkdtemp(join(os.tmpdir(), "sluice-bench-"));
+  onInterrupt(() => rm(tmp, { recursive: true, force: true }));
+  try {
+    const data = await prepareData(BENCH, tmp);
+    const ctx = { tmp, rules: data.rules, queries: data.queries, refData: data.refData };
+    log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${opts.quick ? " (quick)" : ""}; ` +
+      `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
+    const ceiling = await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test");
+    if (selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
+      const conf = await unboundConfig({ name: "upstream", port: PORTS.upstream, dir: tmp, mode: "local" });
+      await startServer("upstream", tools.unbound, ["-c", conf], PORTS.upstream, PROBE_NAME.local, { cpus: LOAD_CPUS });
+    }
+    /** @type {ScenarioResult[]} */
+    const results = [];
+    for (const sc of selected) {
+      log(`${sc.name}: ${sc.purpose}`);
+      results.push(await runScenario(sc, { ...ctx, ceiling }));
+    }
+    await stopAll();
+    const memory = withMemory ? (log(`memory: ${(MEMORY_NAMES * (opts.quick ? 0.2 : 1)).toLocaleString("en-US")} names through a 100 000-entry cache`), await runMemory(ctx)) : null;
+    await report(results, memory, began, cpuShares(cpuAtStart, cpuReading()));
+    const failed = results.some((r) => Object.values(r.servers).some((s) => s.error));
+    if (failed) process.exitCode = 1;
+  } finally {
+    await stopAll();
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Prints the tables and writes the JSON (and the README section with --record).
+ * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {number} began
+ * @param {{ otherProcesses: number, steal: number }} interference
+ */
+async function report(results, memory, began, interference) {
+  const targets = judgeTargets(results, memory);
+  const seconds = Math.round((Date.now() - began) / 1000);
+  const when = new Date(began).toISOString();
+  const flags = {
+    saturation: `dnsperf -c ${SATURATION.clients} -q ${SATURATION.outstanding} -l ${PLAN.satSeconds} -t 2, best of ${PLAN.satRounds} round(s)`,
+    latency: `dnsperf -Q ${LATENCY.qps} -c ${LATENCY.clients} -q ${LATENCY.outstanding} -l ${PLAN.latSeconds} -t 2 -v, lower p99 of ${PLAN.latRounds} round(s)`,
+    pinning: pin ? "server under test on CPU 1 (taskset); dnsperf and the forward upstream on CPU 0" : "none",
+  };
+  const sections = [
+    `Run ${when} (${opts.quick ? "--quick, " : ""}${Math.floor(seconds / 60)} min ${seconds % 60} s) on ${machine.cpuModel}, ${machine.cores} cores, ` +
+      `Node ${machine.node}, ${machine.kernel}; dnsperf ${machine.dnsperf}, unbound ${machine.unbound}, ${machine.dnsmasq}; ` +
+      `load average at start ${machine.loadAverageAtStart.join(" ")}, at the end ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; ` +
+      `during the run other processes used ${Math.round(interference.otherProcesses * 100)}% of the machine's CPU time and the hypervisor stole ${Math.round(interference.steal * 100)}%.`,
+    `Saturation: \`${flags.saturation}\`. Latency: \`${flags.latency}\`. Pinning: ${flags.pinning}.`,
+  ];
+  if (results.length > 0) sections.push(purposes(results), resultsTable(results));
+  if (memory) sections.push(`Memory (${memory.names.toLocaleString("en-US")} distinct names at ${memory.rate.toLocaleString("en-US")} QPS through \`cache\` size ${memory.cacheSize.toLocaleString("en-US")}):`, memoryTable(memory));
+  sections.push(targetsTable(targets));
+  const text = sections.join("\n\n");
+  console.log(`\n${text}\n`);
+  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, targets };
+  await mkdir(join(BENCH, "results"), { recursive: true });
+  const body = JSON.stringify(json, null, 2) + "\n";
+  await writeFile(join(BENCH, "results", `${when.replace(/:/g, "-")}.json`), body);
+  await writeFile(join(BENCH, "results", "latest.json"), body);
+  if (opts.record) {
+    await recordReadme(join(BENCH, "README.md"), text);
+    console.log("bench/README.md updated");
+  }
+}
+
+main().catch(async (err) => {
+  console.error(err instanceof Error ? err.message : err);
+  await stopAll();
+  process.exit(1);
+});
