@@ -3,7 +3,7 @@
 // its HTTP API and its log, and after every step the app's observed state sequence must equal the
 // machine's. Events are limited, per state, to what an operator or the system can really cause.
 import net from "node:net";
-import { rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getShortestPaths } from "@xstate/graph";
 import { afterAll, describe, expect, test } from "vitest";
@@ -62,7 +62,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const replacementPids: number[] = [];
 afterAll(() => {
-  for (const pid of replacementPids) {
+  // Replacements a restart spawned: those whose "restarted" line arrived, and any process still running
+  // one of this file's configurations (its line can be lost when a path kills the parent mid-restart).
+  for (const pid of [...replacementPids, ...processesMentioning(dir)]) {
     try {
       process.kill(pid, "SIGKILL");
     } catch {
@@ -70,6 +72,26 @@ afterAll(() => {
     }
   }
 });
+
+/** PIDs whose command line mentions `text` (Linux /proc; elsewhere none are found). */
+function processesMentioning(text: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const e of entries) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${e}/cmdline`, "utf8").includes(text)) found.push(Number(e));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return found;
+}
 
 describe("app lifecycle model", () => {
   test("the generator covers every state of the machine", () => {
