@@ -3,6 +3,7 @@
 // TCP framing lives here too: the socket layer splits frames, the server plugin answers them.
 
 import dgram from "node:dgram";
+import dns from "node:dns";
 import net from "node:net";
 import type { ListenAddress } from "../../config/listen.js";
 
@@ -109,6 +110,30 @@ export class TcpListener extends Listener<TcpHandler> {
   }
 }
 
+/**
+ * dgram resolves the destination of every send, even an address literal: `dns.lookup` tests it with
+ * a regexp and answers on the next tick. Replies always go to the literal a query came from, so a
+ * literal is passed straight through; anything else (a host name to bind) goes to `dns.lookup`.
+ */
+export function literalFirst(address: string, options: dns.LookupOneOptions | number, callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void): void {
+  const family = literalFamily(address);
+  if (family !== 0) callback(null, address, family);
+  else if (typeof options === "number") dns.lookup(address, options, callback);
+  else dns.lookup(address, options, callback);
+}
+
+/** 4 for digits and dots only, 6 for anything with a colon, 0 for a host name. */
+export function literalFamily(s: string): 0 | 4 | 6 {
+  if (s.length === 0) return 0;
+  let v4 = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x3a) return 6;
+    if (c !== 0x2e && (c < 0x30 || c > 0x39)) v4 = false;
+  }
+  return v4 ? 4 : 0;
+}
+
 export class ListenerPool {
   /** By configured address (`udp|127.0.0.1:0`) and by bound address (`udp|127.0.0.1:40123`). */
   private readonly listeners = new Map<string, UdpListener | TcpListener>();
@@ -129,7 +154,7 @@ export class ListenerPool {
     const key = `udp|${addr.key}`;
     const existing = this.find("udp", addr);
     if (existing instanceof UdpListener) return this.claim(existing, owner);
-    const socket = addr.family === 6 ? dgram.createSocket({ type: "udp6", ipv6Only: !addr.dualStack }) : dgram.createSocket("udp4");
+    const socket = dgram.createSocket(addr.family === 6 ? { type: "udp6", ipv6Only: !addr.dualStack, lookup: literalFirst } : { type: "udp4", lookup: literalFirst });
     await new Promise<void>((resolve, reject) => {
       socket.once("error", reject);
       socket.bind(addr.port, addr.host, () => {
