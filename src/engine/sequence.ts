@@ -74,11 +74,6 @@ type Test = (ctx: DnsContext) => boolean;
 function conjunction(ms: CompiledMatcher[]): Test | null {
   if (ms.length === 0) return null;
   if (ms.length === 1) return ms[0].match;
-  if (ms.length === 2) {
-    const a = ms[0].match;
-    const b = ms[1].match;
-    return (ctx) => a(ctx) && b(ctx);
-  }
   const fns = ms.map((m) => m.match);
   return (ctx) => {
     for (let i = 0; i < fns.length; i++) if (!fns[i](ctx)) return false;

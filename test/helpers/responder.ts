@@ -92,3 +92,12 @@ export function answerWith(query: Message, ips: string[], ttl = 300, rcode = 0):
   reply.answers = ips.map((ip): ResourceRecord => addressRecord(q.name, parseIP(ip) as Uint8Array, ttl));
   return reply;
 }
+
+/** A UDP port on 127.0.0.1 with nothing listening on it (bound, read back, released). */
+export async function deadUdpPort(): Promise<number> {
+  const sock = dgram.createSocket("udp4");
+  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
+  const port = sock.address().port;
+  await new Promise<void>((r) => sock.close(() => r()));
+  return port;
+}

@@ -1,9 +1,8 @@
 // `fallback` seen from a client: which branch answers, and when, with real upstream responders.
-import dgram from "node:dgram";
 import { afterEach, expect, test } from "vitest";
 import { ConfigError } from "../../src/config/diagnostics.js";
 import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
-import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
+import { answerWith, deadUdpPort, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const cleanups: (() => unknown)[] = [];
@@ -23,14 +22,6 @@ async function upstream(ip: string, delayMs = 0): Promise<Responder & { arrivals
   });
   cleanups.push(() => r.close());
   return Object.assign(r, { arrivals });
-}
-
-async function deadPort(): Promise<number> {
-  const sock = dgram.createSocket("udp4");
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
-  const port = sock.address().port;
-  await new Promise<void>((r) => sock.close(() => r()));
-  return port;
 }
 
 /** A fallback `fb` between forward executors `p` and `s`, entered from `main`. */
@@ -84,7 +75,7 @@ test("a slow primary: the secondary starts at the threshold and its answer arriv
 });
 
 test("a failing primary hands over at once, well before the threshold", async () => {
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const secondary = await upstream("192.0.2.2");
   const s = await sluice(dead, secondary.port, "threshold: 1500");
   const r = await timed(s.udpPort, "dead.example");
@@ -151,7 +142,7 @@ test("always_standby: a primary that answers before the threshold wins over the 
 });
 
 test("always_standby: a failing primary releases the secondary's answer before the threshold", async () => {
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const secondary = await upstream("192.0.2.2", 50);
   const s = await sluice(dead, secondary.port, "threshold: 1500, always_standby: true");
   const r = await timed(s.udpPort, "standby-dead.example");
@@ -160,8 +151,8 @@ test("always_standby: a failing primary releases the secondary's answer before t
 });
 
 test("both branches failing gives SERVFAIL and the log names both failures", async () => {
-  const dead1 = await deadPort();
-  const dead2 = await deadPort();
+  const dead1 = await deadUdpPort();
+  const dead2 = await deadUdpPort();
   const s = await sluice(dead1, dead2, "threshold: 1000");
   const r = await timed(s.udpPort, "bothfail.example");
   expect(r.rcode).toBe(2);

@@ -1,8 +1,7 @@
-import dgram from "node:dgram";
 import { afterEach, expect, test } from "vitest";
 import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
 import { answerBytes, startRawUpstream, type RawHandlers, type RawUpstream } from "../helpers/raw-upstream.js";
-import { answerWith, startResponder } from "../helpers/responder.js";
+import { answerWith, deadUdpPort, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const cleanups: (() => unknown)[] = [];
@@ -22,18 +21,10 @@ async function sluice(plugins: string): Promise<RunningSluice> {
   return s;
 }
 
-async function deadPort(): Promise<number> {
-  const sock = dgram.createSocket("udp4");
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
-  const port = sock.address().port;
-  await new Promise<void>((r) => sock.close(() => r()));
-  return port;
-}
-
 const after = (ms: number, fn: () => void): void => void setTimeout(fn, ms);
 
 test("dead, slow and good upstreams with concurrent 3: the good answer wins without waiting for the others", async () => {
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const slow = await raw({ udp: (msg, reply) => after(2500, () => reply(answerBytes(msg, { ips: ["192.0.2.2"] }))) });
   const good = await raw({ udp: (msg, reply) => after(30, () => reply(answerBytes(msg, { ips: ["192.0.2.3"] }))) });
   const s = await sluice(`
@@ -104,7 +95,7 @@ test("when nothing better comes, the upstream's own SERVFAIL answer is served ra
 });
 
 test("all upstreams failing gives SERVFAIL within the timeout", async () => {
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const silent = await raw({ udp: () => undefined });
   const s = await sluice(`
   - tag: fwd
@@ -126,7 +117,7 @@ test("all upstreams failing gives SERVFAIL within the timeout", async () => {
 });
 
 test("with concurrent 1, an upstream that fails fast hands over to the next one inside the time budget", async () => {
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const good = await raw({ udp: (msg, reply) => reply(answerBytes(msg, { ips: ["192.0.2.6"] })) });
   const s = await sluice(`
   - tag: fwd

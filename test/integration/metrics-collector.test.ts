@@ -1,22 +1,13 @@
 // `metrics_collector` seen through the metrics scrape: totals, errors, in-flight, latency counters and histogram.
-import dgram from "node:dgram";
 import { afterEach, expect, test } from "vitest";
 import { ask, rcodeOf } from "../helpers/dns.js";
-import { answerWith, startResponder } from "../helpers/responder.js";
+import { answerWith, deadUdpPort, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function deadPort(): Promise<number> {
-  const sock = dgram.createSocket("udp4");
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
-  const port = sock.address().port;
-  await new Promise<void>((r) => sock.close(() => r()));
-  return port;
-}
 
 function sample(text: string, series: string): number {
   const escaped = series.replace(/[{}+.]/g, "\\$&");
@@ -32,7 +23,7 @@ async function sluice(yaml: string): Promise<RunningSluice> {
 test("answered, unanswered and failed queries are counted; latency goes to the counters and the histogram", async () => {
   const up = await startResponder((q) => answerWith(q, ["192.0.2.1"]));
   cleanups.push(() => up.close());
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const s = await sluice(`plugins:
   - tag: mc
     type: metrics_collector

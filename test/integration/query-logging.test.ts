@@ -1,9 +1,8 @@
 // `query_summary` and `debug_print` seen in the log: one info summary per query; decoded messages at debug.
-import dgram from "node:dgram";
 import { afterEach, expect, test } from "vitest";
 import { replyTo } from "../../src/dns/message.js";
 import { ask, rcodeOf } from "../helpers/dns.js";
-import { answerWith, startResponder } from "../helpers/responder.js";
+import { answerWith, deadUdpPort, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const cleanups: (() => unknown)[] = [];
@@ -13,14 +12,6 @@ afterEach(async () => {
 
 const INFO = 30;
 const DEBUG = 20;
-
-async function deadPort(): Promise<number> {
-  const sock = dgram.createSocket("udp4");
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
-  const port = sock.address().port;
-  await new Promise<void>((r) => sock.close(() => r()));
-  return port;
-}
 
 async function sluice(yaml: string): Promise<RunningSluice> {
   const s = await startSluice(yaml);
@@ -34,7 +25,7 @@ test("query_summary logs one info line per query with name, type, client, rcode 
     return q.questions[0].name.startsWith("nx") ? replyTo(q, 3) : answerWith(q, ["2001:db8::1"]);
   });
   cleanups.push(() => up.close());
-  const dead = await deadPort();
+  const dead = await deadUdpPort();
   const s = await sluice(`plugins:
   - tag: summary
     type: query_summary

@@ -11,18 +11,11 @@ import { DnsContext } from "../../src/engine/context.js";
 import { PluginInitError } from "../../src/registry/runtime.js";
 import type { ExecutorPlugin } from "../../src/registry/types.js";
 import { buildQuery } from "../helpers/dns.js";
+import { deadUdpPort } from "../helpers/responder.js";
 import { startSluice, tempDir } from "../helpers/sluice.js";
 
 const dir = tempDir();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-async function freePort(): Promise<number> {
-  const s = dgram.createSocket("udp4");
-  await new Promise<void>((r) => s.bind(0, "127.0.0.1", () => r()));
-  const port = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 test("a provider no live plugin uses is skipped with a warning and never built", async () => {
   const s = await startSluice(`
@@ -44,7 +37,7 @@ plugins:
 });
 
 test("a failure during init destroys what was already created: its socket is free again", async () => {
-  const port = await freePort();
+  const port = await deadUdpPort();
   const path = join(dir, "fail.yaml");
   writeFileSync(
     path,

@@ -4,6 +4,7 @@ import { UpstreamError } from "../../src/engine/upstream/exchange.js";
 import { Upstream } from "../../src/engine/upstream/upstream.js";
 import { answerIps, buildQuery } from "../helpers/dns.js";
 import { answerBytes, idOf, startRawUpstream, type RawUpstream } from "../helpers/raw-upstream.js";
+import { deadUdpPort } from "../helpers/responder.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -20,15 +21,6 @@ function upstream(addr: string, extra: Partial<ConstructorParameters<typeof Upst
   const u = new Upstream({ addr, name: addr, ...extra });
   cleanups.push(() => u.close());
   return u;
-}
-
-/** A port with nothing listening on it. */
-async function deadPort(): Promise<number> {
-  const s = dgram.createSocket("udp4");
-  await new Promise<void>((r) => s.bind(0, "127.0.0.1", () => r()));
-  const port = s.address().port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 test("the answer comes back byte-for-byte; the query goes out unchanged except for our own ID", async () => {
@@ -118,7 +110,7 @@ test("the timeout bounds the whole exchange, TCP retry included", async () => {
 });
 
 test("a port with nothing listening fails fast (ICMP unreachable), long before the timeout", async () => {
-  const port = await deadPort();
+  const port = await deadUdpPort();
   const started = performance.now();
   const err = await upstream(`127.0.0.1:${port}`, { timeoutMs: 5000 })
     .exchange(buildQuery("dead.example"), null)

@@ -45,26 +45,24 @@ const diagnosticsSchema = { type: "array", items: { type: "string" } } as const;
 const detailsSchema = { type: "array", items: { type: "object", additionalProperties: true } } as const;
 const anyObject = { type: "object", additionalProperties: true } as const;
 
+/** What the file read and the save report both say about the configuration file. */
+const fileFields = {
+  ok: { type: "boolean" },
+  path: { type: "string" },
+  format: { type: "string" },
+  version: { type: "string" },
+  updated_at_ms: { type: "integer" },
+} as const;
+
 const fileRecordSchema = {
   type: "object",
-  properties: {
-    ok: { type: "boolean" },
-    path: { type: "string" },
-    format: { type: "string" },
-    content: { type: "string" },
-    version: { type: "string" },
-    updated_at_ms: { type: "integer" },
-  },
+  properties: { ...fileFields, content: { type: "string" } },
 } as const;
 
 const savedSchema = {
   type: "object",
   properties: {
-    ok: { type: "boolean" },
-    path: { type: "string" },
-    format: { type: "string" },
-    version: { type: "string" },
-    updated_at_ms: { type: "integer" },
+    ...fileFields,
     plugin_count: { type: "integer" },
     init_order: { type: "array", items: { type: "string" } },
     reload: { type: ["object", "null"], additionalProperties: true },

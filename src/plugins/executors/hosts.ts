@@ -7,7 +7,7 @@ import { EMPTY_BLOCK, recordBlock, type RecordBlock } from "../../dns/reply.js";
 import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
 import { readRuleFile, splitFields } from "../../engine/rules/source.js";
 import { Step } from "../../engine/types.js";
-import { ArgError, definePlugin, type ArgProblem } from "../../registry/types.js";
+import { ArgError, argProblems, definePlugin, type ArgProblem } from "../../registry/types.js";
 
 interface HostsArgs {
   entries: string[];
@@ -66,15 +66,8 @@ export const hosts = definePlugin<HostsArgs, "executor">({
     },
   },
   check(args) {
-    const problems: ArgProblem[] = [];
-    if (args.entries.length === 0 && args.files.length === 0) problems.push({ path: [], message: "needs 'entries' or 'files'" });
-    try {
-      addEntries(args, new DomainTableBuilder<HostsEntry>("full"));
-    } catch (err) {
-      if (!(err instanceof ArgError)) throw err;
-      problems.push({ path: err.path, message: err.message });
-    }
-    return problems;
+    const empty: ArgProblem[] = args.entries.length === 0 && args.files.length === 0 ? [{ path: [], message: "needs 'entries' or 'files'" }] : [];
+    return [...empty, ...argProblems(() => addEntries(args, new DomainTableBuilder<HostsEntry>("full")))];
   },
   async create(args, ctx) {
     // Inline entries first, then files in order: a later definition of a pattern wins.

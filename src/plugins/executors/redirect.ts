@@ -8,7 +8,7 @@ import type { DnsContext } from "../../engine/context.js";
 import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
 import { readRuleFile, splitFields } from "../../engine/rules/source.js";
 import { isPromise, runNext, type Step, type StepResult } from "../../engine/types.js";
-import { ArgError, definePlugin, type ArgProblem } from "../../registry/types.js";
+import { ArgError, argProblems, definePlugin, type ArgProblem } from "../../registry/types.js";
 
 interface RedirectArgs {
   rules: string[];
@@ -66,15 +66,8 @@ export const redirect = definePlugin<RedirectArgs, "executor">({
   },
   shorthand: (raw) => (typeof raw === "string" ? { rules: [raw] } : Array.isArray(raw) ? { rules: raw } : (raw ?? {})),
   check(args) {
-    const problems: ArgProblem[] = [];
-    if (args.rules.length === 0 && args.files.length === 0) problems.push({ path: [], message: "needs 'rules' or 'files'" });
-    try {
-      addRules(args, new DomainTableBuilder<string>("full"));
-    } catch (err) {
-      if (!(err instanceof ArgError)) throw err;
-      problems.push({ path: err.path, message: err.message });
-    }
-    return problems;
+    const empty: ArgProblem[] = args.rules.length === 0 && args.files.length === 0 ? [{ path: [], message: "needs 'rules' or 'files'" }] : [];
+    return [...empty, ...argProblems(() => addRules(args, new DomainTableBuilder<string>("full")))];
   },
   async create(args, ctx) {
     // Inline rules first, then files in order: a later definition of a pattern wins.

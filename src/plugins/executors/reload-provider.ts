@@ -2,27 +2,15 @@
 
 import { Step } from "../../engine/types.js";
 import { ArgError, argProblems, definePlugin, type ProviderPlugin } from "../../registry/types.js";
+import { parseProviderRefs, providerRefDependencies, type ProviderRef } from "../provider-refs.js";
 
 type ReloadProviderArgs = string[];
 
-const REF = /^\$([^\s/?#$&]+)$/;
-
 /** Tokens of the list (split on commas and whitespace), each of which must be a `$provider`. */
-function parseRefs(args: ReloadProviderArgs): { tag: string; at: (string | number)[] }[] {
-  const out: { tag: string; at: (string | number)[] }[] = [];
-  args.forEach((item, i) => {
-    for (const token of item.split(/[\s,]+/).filter((t) => t.length > 0)) {
-      const m = REF.exec(token);
-      if (!m) {
-        const why = token.startsWith("&") ? "rule files cannot be reloaded here (reload the provider that reads them)" : "only $provider references are accepted";
-        throw new ArgError(`'${token}': ${why}`, [i]);
-      }
-      out.push({ tag: m[1], at: [i] });
-    }
-  });
-  if (out.length === 0) throw new ArgError("needs at least one $provider");
-  return out;
-}
+const parseRefs = (args: ReloadProviderArgs): ProviderRef[] =>
+  parseProviderRefs(args, (token) =>
+    token.startsWith("&") ? "rule files cannot be reloaded here (reload the provider that reads them)" : "only $provider references are accepted",
+  );
 
 export const reloadProvider = definePlugin<ReloadProviderArgs, "executor">({
   type: "reload_provider",
@@ -33,14 +21,7 @@ export const reloadProvider = definePlugin<ReloadProviderArgs, "executor">({
   shorthand: (raw) => (typeof raw === "string" ? [raw] : raw === null || raw === undefined ? [] : raw),
   quickSetup: (param) => param,
   check: (args) => argProblems(() => parseRefs(args)),
-  dependencies: (args) => {
-    try {
-      return parseRefs(args).map((r) => ({ argsPath: r.at, target: r.tag, kind: "provider" as const }));
-    } catch (err) {
-      if (err instanceof ArgError) return [];
-      throw err;
-    }
-  },
+  dependencies: (args) => providerRefDependencies(() => parseRefs(args)),
   create(args, ctx) {
     const targets = parseRefs(args).map((r) => {
       const provider: ProviderPlugin = ctx.provider(r.tag);

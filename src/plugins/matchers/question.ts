@@ -3,25 +3,12 @@
 import type { Question } from "../../dns/message.js";
 import { normalizeName } from "../../dns/name.js";
 import { ArgError, argProblems, definePlugin } from "../../registry/types.js";
+import { parseProviderRefs, providerRefDependencies, type ProviderRef } from "../provider-refs.js";
 
 type QuestionArgs = string | string[];
 
-const REF = /^\$([^\s/?#$&]+)$/;
-
-function parseRefs(args: QuestionArgs): { tag: string; at: (string | number)[] }[] {
-  const items = typeof args === "string" ? [args] : args;
-  const out: { tag: string; at: (string | number)[] }[] = [];
-  items.forEach((item, i) => {
-    const at = typeof args === "string" ? [] : [i];
-    for (const token of item.split(/[\s,]+/).filter((t) => t.length > 0)) {
-      const m = REF.exec(token);
-      if (!m) throw new ArgError(`'${token}': only $provider references are accepted (declare rules in a domain_set)`, at);
-      out.push({ tag: m[1], at });
-    }
-  });
-  if (out.length === 0) throw new ArgError("needs at least one $provider");
-  return out;
-}
+const parseRefs = (args: QuestionArgs): ProviderRef[] =>
+  parseProviderRefs(args, () => "only $provider references are accepted (declare rules in a domain_set)");
 
 export const questionMatcher = definePlugin<QuestionArgs, "matcher">({
   type: "question",
@@ -32,14 +19,7 @@ export const questionMatcher = definePlugin<QuestionArgs, "matcher">({
   shorthand: (raw) => (raw === null || raw === undefined ? [] : raw),
   quickSetup: (param) => param,
   check: (args) => argProblems(() => parseRefs(args)),
-  dependencies: (args) => {
-    try {
-      return parseRefs(args).map((r) => ({ argsPath: r.at, target: r.tag, kind: "provider" as const }));
-    } catch (err) {
-      if (err instanceof ArgError) return [];
-      throw err;
-    }
-  },
+  dependencies: (args) => providerRefDependencies(() => parseRefs(args)),
   create(args, ctx) {
     const tests = parseRefs(args).map((r): ((q: Question) => boolean) => {
       const p = ctx.provider(r.tag);

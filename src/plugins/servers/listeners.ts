@@ -118,8 +118,7 @@ export class TcpListener extends Listener<TcpHandler> {
 export function literalFirst(address: string, options: dns.LookupOneOptions | number, callback: (err: NodeJS.ErrnoException | null, address: string, family: number) => void): void {
   const family = literalFamily(address);
   if (family !== 0) callback(null, address, family);
-  else if (typeof options === "number") dns.lookup(address, options, callback);
-  else dns.lookup(address, options, callback);
+  else dns.lookup(address, typeof options === "number" ? { family: options } : options, callback);
 }
 
 /** 4 for digits and dots only, 6 for anything with a colon, 0 for a host name. */
