@@ -1,49 +1,99 @@
-// The actor system: the app machine bound to the App's procedures, with every transition of
-// every actor (app, reload, runtime:<n>, their children) published on the bus.
+// The actor system: the app machine bound to the App's procedures, with every transition of every
+// actor (app, config, runtime:<n>, their plugins and concerns) published on the bus.
 
-import { createActor, fromPromise, type Actor, type AnyActorRef } from "xstate";
-import { appMachine, type ReloadOutcome } from "../machines/app.machine.js";
+import { createActor, fromPromise, type Actor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
+import { appMachine, type AppContext, type Prepared, type PrepareInput } from "../machines/app.machine.js";
 import { configMachine, type SaveRequest, type SaveResult } from "../machines/config.machine.js";
-import type { reloadMachine } from "../machines/reload.machine.js";
+import { concernSystemId } from "../machines/plugin.machine.js";
+import { pluginSystemId, type RuntimeContext, type RuntimeHost } from "../machines/runtime.machine.js";
 import type { Bus } from "../src/bus.js";
+import { ask } from "./ask.js";
 import { actorPath } from "./inspect.js";
 
 export interface AppProcedures {
   startApi(): Promise<void>;
-  startRuntime(): Promise<{ version: string }>;
-  reloadRuntime(): Promise<ReloadOutcome>;
-  stopRuntime(restart: boolean): Promise<void>;
+  /** Reads and checks a configuration and prepares its runtime (nothing is created yet). */
+  prepare(input: PrepareInput): Promise<Prepared>;
+  /** Closes what outlives generations (listeners, the API) once every generation is gone. */
+  stopServices(restart: boolean): Promise<void>;
   /** One configuration save (PUT /api/config); the config actor runs one at a time. */
   saveConfig(request: SaveRequest): Promise<SaveResult>;
+  /** Queries now go to this runtime (the generation just swapped in). */
+  activate(runtime: RuntimeHost): void;
+  /** The first generation could not be built: keep the error (with its diagnostics) for the CLI. */
+  startupFailed(error: unknown): void;
 }
 
 export type AppActor = Actor<typeof appMachine>;
-export type ReloadActor = Actor<typeof reloadMachine>;
 export type ConfigActor = Actor<typeof configMachine>;
 
 /**
- * xstate starts an invoked promise inside the transition that invokes it; the procedures send
- * events back to the app (RUNTIME.NEW, ...), so they begin once that transition has finished.
+ * xstate starts an invoked promise inside the transition that invokes it; work that touches other
+ * actors begins once that transition has finished.
  */
 const afterTransition = <T>(work: () => Promise<T>): Promise<T> => Promise.resolve().then(work);
 
-export function createAppActor(app: AppProcedures, bus: Bus): AppActor {
+/** The runtime actor of generation `g`, if it is still alive. */
+export function runtimeActor(system: AppActor["system"], g: number): AnyActorRef | undefined {
+  return system.get(`runtime:${g}`) as AnyActorRef | undefined;
+}
+
+/** The runtime (plugins) of generation `g`. */
+export function runtimeOf(system: AppActor["system"], g: number | null): RuntimeHost | null {
+  if (g === null) return null;
+  const snap = runtimeActor(system, g)?.getSnapshot() as { context?: RuntimeContext } | undefined;
+  return snap?.context?.host ?? null;
+}
+
+/** The plugin actor `plugin:<tag>` of generation `g`. */
+export function pluginActor(system: AppActor["system"], g: number, tag: string): AnyActorRef | undefined {
+  return system.get(pluginSystemId(g, tag)) as AnyActorRef | undefined;
+}
+
+/** The concern actor of a plugin of generation `g` (provider:<tag>, cache:<tag>, ...), if it has one. */
+export function concernActor(system: AppActor["system"], g: number, tag: string): AnyActorRef | undefined {
+  const plugin = pluginActor(system, g, tag);
+  const id = (plugin?.getSnapshot() as { context?: { concern?: string | null } } | undefined)?.context?.concern;
+  return id ? (system.get(id) as AnyActorRef | undefined) : undefined;
+}
+
+/** How a generation's plugins reach one another's concern actors (reload_provider → provider). */
+export function controlResolver(system: AppActor["system"], g: number) {
+  return (tag: string) => ({
+    ask(event: { type: string } & Record<string, unknown>): Promise<unknown> {
+      const actor = concernActor(system, g, tag);
+      if (!actor) return Promise.reject(new Error(`plugin '${tag}' has no control actor in this configuration`));
+      return ask(actor, event);
+    },
+  });
+}
+
+export { concernSystemId };
+
+export function createAppActor(app: AppProcedures, bus: Bus, input: { clock: () => number; describe: (error: unknown) => string }): AppActor {
   const machine = appMachine.provide({
     actors: {
       startApi: fromPromise(() => afterTransition(() => app.startApi())),
-      startRuntime: fromPromise(() => afterTransition(() => app.startRuntime())),
-      reloadRuntime: fromPromise(() => afterTransition(() => app.reloadRuntime())),
-      stopRuntime: fromPromise(({ input }: { input: { restart: boolean } }) => afterTransition(() => app.stopRuntime(input.restart))),
+      prepare: fromPromise(({ input: p }: { input: PrepareInput }) => afterTransition(() => app.prepare(p))),
+      stopServices: fromPromise(({ input: p }: { input: { restart: boolean } }) => afterTransition(() => app.stopServices(p.restart))),
       config: configMachine.provide({
-        actors: { save: fromPromise(({ input }: { input: SaveRequest }) => afterTransition(() => app.saveConfig(input))) },
+        actors: { save: fromPromise(({ input: request }: { input: SaveRequest }) => afterTransition(() => app.saveConfig(request))) },
       }),
+    },
+    actions: {
+      activate: ({ context, system }: { context: AppContext; system: AppActor["system"] }) => {
+        const runtime = runtimeOf(system, context.current);
+        if (runtime) app.activate(runtime);
+      },
+      reportStartupFailure: ({ event }: { event: unknown }) => app.startupFailed((event as { error?: unknown }).error),
     },
   });
   return createActor(machine, {
     systemId: "app",
+    input,
     inspect(ev) {
       if (ev.type !== "@xstate.snapshot") return;
-      const snap = ev.snapshot as { value?: unknown };
+      const snap = ev.snapshot as AnyMachineSnapshot;
       if (snap.value === undefined) return;
       bus.emit("actor.transition", { id: actorPath(ev.actorRef as AnyActorRef), state: snap.value });
     },

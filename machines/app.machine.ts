@@ -1,45 +1,63 @@
-// Application lifecycle: starting (API listener) → initializing (plugins) → serving ⇄ reloading →
-// shutting_down | restarting → stopped. The reload status lives in the child actor `reload`,
-// configuration saves in the child actor `config`.
-// Work is done by invoked actors that actors/app.ts provides; this file has no I/O.
+// Application lifecycle and reload status in one machine (configuration saves are its child
+// actor `config`, machines/config.machine.ts):
+//   running: starting (API) → initializing (first generation) → serving ⇄ reloading
+//   shutting_down | restarting: retire every generation, then close the listeners → stopped
+// Each configuration generation is a child actor runtime:<n> (machines/runtime.machine.ts) that
+// reports READY / FAILED / GONE. A stop asked for while starting or reloading is carried out once
+// that work is done; a second stop request is refused. Work is done by invoked actors that
+// actors/app.actor.ts provides; this file has no I/O.
 
-import { assign, enqueueActions, fromPromise, sendParent, sendTo, setup } from "xstate";
+import { and, assign, enqueueActions, fromPromise, setup } from "xstate";
 import { configMachine } from "./config.machine.js";
-import { reloadMachine } from "./reload.machine.js";
-import { runtimeMachine } from "./runtime.machine.js";
+import { runtimeMachine, type RuntimeHost, type RuntimeReport } from "./runtime.machine.js";
+
+export type ReloadState = "idle" | "pending" | "in_progress" | "ok" | "failed";
+
+/** The reload status record (spec: GET /api/reload/status) without its derived booleans. */
+export interface ReloadStatus {
+  status: ReloadState;
+  last_started_ms: number | null;
+  last_completed_ms: number | null;
+  last_success_ms: number | null;
+  last_error: string | null;
+  /** sha256 of the configuration the process runs. */
+  running_version: string | null;
+  /** sha256 of the file read by the latest reload (null until it was read). */
+  target_version: string | null;
+}
 
 export interface AppContext {
+  /** Unix ms now (injected so tests can drive time). */
+  clock: () => number;
+  /** Renders an error (with file:line:column diagnostics) for the reload status and the log. */
+  describe: (error: unknown) => string;
   shutdownRequested: boolean;
   restartRequested: boolean;
   /** Why the process stopped, when it was not asked to. */
   error: string | null;
+  reload: ReloadStatus;
+  /** Generations made so far; the next one is generations + 1. */
+  generations: number;
+  /** The generation that answers queries. */
+  current: number | null;
+  /** The generation being built, and the version of its configuration. */
+  building: { generation: number; version: string } | null;
+  /** Runtime actors still alive (building, active or draining). */
+  live: number[];
 }
 
-export type AppEvent =
-  | { type: "SHUTDOWN" }
-  | { type: "RESTART" }
-  /** An operator asks for a reload; accepted while the app can still run one, passed to `reload`. */
-  | { type: "RELOAD.REQUEST" }
-  | { type: "RELOAD.PENDING" }
-  /** A configuration generation is being built: its actor joins the system as runtime:<n>. */
-  | { type: "RUNTIME.NEW"; generation: number; version: string }
-  /** A generation is gone (destroyed, or failed to build). */
-  | { type: "RUNTIME.REMOVE"; generation: number };
+export type AppEvent = { type: "SHUTDOWN" } | { type: "RESTART" } | { type: "RELOAD.REQUEST" } | RuntimeReport;
 
-export interface ReloadOutcome {
-  at: number;
+/** A configuration read and checked, ready to be built as generation `generation`. */
+export interface Prepared {
   version: string;
+  host: RuntimeHost;
 }
 
-/** What reloadRuntime rejects with: the reason and when it was decided (Unix ms). */
-export class ReloadFailure extends Error {
-  constructor(
-    message: string,
-    readonly at: number,
-  ) {
-    super(message);
-    this.name = "ReloadFailure";
-  }
+export interface PrepareInput {
+  generation: number;
+  /** The configuration the process was started with (already checked) rather than the file now. */
+  initial: boolean;
 }
 
 export interface AppOutput {
@@ -47,108 +65,173 @@ export interface AppOutput {
   error: string | null;
 }
 
-const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+const notProvided = (): Promise<never> => Promise.reject(new Error("not provided"));
+
+const stopping = (restart: boolean) => ({
+  entry: "retireAll" as const,
+  initial: "draining" as const,
+  states: {
+    draining: { always: { guard: "noRuntimes" as const, target: "closing" as const } },
+    closing: {
+      invoke: {
+        id: "stopServices",
+        src: "stopServices" as const,
+        input: { restart },
+        onDone: "#app.stopped",
+        onError: { target: "#app.stopped", actions: "recordError" as const },
+      },
+    },
+  },
+});
 
 export const appMachine = setup({
   types: {
     context: {} as AppContext,
     events: {} as AppEvent,
+    input: {} as { clock: () => number; describe: (error: unknown) => string },
     output: {} as AppOutput,
   },
   actors: {
-    // The reload actor tells its parent (this app) when a reload is waiting.
-    reload: reloadMachine.provide({ actions: { askAppToReload: sendParent({ type: "RELOAD.PENDING" }) } }),
     runtime: runtimeMachine,
     // Serialises PUT /api/config; its `save` actor is provided by actors/app.actor.ts.
     config: configMachine,
-    startApi: fromPromise<void>(() => Promise.resolve()),
-    startRuntime: fromPromise<{ version: string }>(() => Promise.resolve({ version: "" })),
-    reloadRuntime: fromPromise<ReloadOutcome>(() => Promise.resolve({ at: 0, version: "" })),
-    stopRuntime: fromPromise<void, { restart: boolean }>(() => Promise.resolve()),
+    startApi: fromPromise<void>(notProvided),
+    prepare: fromPromise<Prepared, PrepareInput>(notProvided),
+    stopServices: fromPromise<void, { restart: boolean }>(notProvided),
   },
   guards: {
-    /** A stop asked for while starting or reloading is carried out once that work is done. */
+    /** No shutdown or restart has been asked for (a second one is refused: HTTP 409). */
+    noStopRequested: ({ context }) => !context.shutdownRequested && !context.restartRequested,
+    /** The application can still run a reload (HTTP 503 when stopping). */
+    notStopping: ({ context }) => !context.shutdownRequested && !context.restartRequested,
+    /** A second reload while one is pending or running is refused (HTTP 409), never queued. */
+    reloadIdle: ({ context }) => context.reload.status !== "pending" && context.reload.status !== "in_progress",
     stopRequested: ({ context }) => context.shutdownRequested || context.restartRequested,
     restartRequested: ({ context }) => context.restartRequested,
+    reloadPending: ({ context }) => context.reload.status === "pending",
+    isBuilding: ({ context, event }) => context.building?.generation === (event as RuntimeReport).generation,
+    noRuntimes: ({ context }) => context.live.length === 0,
   },
   actions: {
-    spawnRuntime: enqueueActions(({ enqueue, event }) => {
-      const e = event as Extract<AppEvent, { type: "RUNTIME.NEW" }>;
-      const id = `runtime:${e.generation}`;
-      enqueue.spawnChild("runtime", { id, systemId: id, input: { generation: e.generation, version: e.version } });
-    }),
-    removeRuntime: enqueueActions(({ enqueue, event }) => {
-      enqueue.stopChild(`runtime:${(event as Extract<AppEvent, { type: "RUNTIME.REMOVE" }>).generation}`);
-    }),
     requestShutdown: assign({ shutdownRequested: true }),
     requestRestart: assign({ restartRequested: true }),
-    recordError: assign({ error: ({ event }) => errorText((event as { error?: unknown }).error) }),
-    announceServing: sendTo("reload", { type: "APP.SERVING" }),
-    forwardReloadRequest: sendTo("reload", { type: "RELOAD.REQUEST" }),
-    reportRunningVersion: sendTo("reload", ({ event }) => ({
-      type: "CONFIG.LOADED" as const,
-      version: (event as unknown as { output: { version: string } }).output.version,
-    })),
-    reportReloadSucceeded: sendTo("reload", ({ event }) => {
-      const out = (event as unknown as { output: ReloadOutcome }).output;
-      return { type: "RELOAD.SUCCEEDED" as const, at: out.at, version: out.version };
+    recordError: assign({ error: ({ context, event }) => context.describe((event as { error?: unknown }).error) }),
+    /** Told to the App, which keeps the error object for the CLI (provided by actors/app.actor.ts). */
+    reportStartupFailure: () => {},
+    /** The App points queries at generation `current` (provided by actors/app.actor.ts). */
+    activate: () => {},
+    buildGeneration: enqueueActions(({ enqueue, context, event }) => {
+      const prepared = (event as unknown as { output: Prepared }).output;
+      const generation = context.generations + 1;
+      enqueue.assign({ generations: generation, building: { generation, version: prepared.version }, live: [...context.live, generation] });
+      enqueue.spawnChild("runtime", { id: `runtime:${generation}`, systemId: `runtime:${generation}`, input: { generation, version: prepared.version, host: prepared.host } });
     }),
-    reportReloadFailed: sendTo("reload", ({ event }) => {
-      const error = (event as { error?: unknown }).error;
-      return { type: "RELOAD.FAILED" as const, at: error instanceof ReloadFailure ? error.at : 0, error: errorText(error) };
+    swapGeneration: enqueueActions(({ enqueue, context }) => {
+      const next = context.building;
+      if (!next) return;
+      if (context.current !== null) enqueue.sendTo(`runtime:${context.current}`, { type: "RUNTIME.RETIRE" });
+      enqueue.assign({ current: next.generation, building: null, reload: { ...context.reload, running_version: next.version } });
+    }),
+    dropBuilding: assign({ building: null }),
+    retireAll: enqueueActions(({ enqueue, context }) => {
+      for (const g of context.live) enqueue.sendTo(`runtime:${g}`, { type: "RUNTIME.RETIRE" });
+    }),
+    removeRuntime: enqueueActions(({ enqueue, context, event }) => {
+      const g = (event as Extract<RuntimeReport, { type: "RUNTIME.GONE" }>).generation;
+      enqueue.stopChild(`runtime:${g}`);
+      enqueue.assign({ live: context.live.filter((x) => x !== g), current: context.current === g ? null : context.current });
+    }),
+    markReloadPending: assign({ reload: ({ context }) => ({ ...context.reload, status: "pending" as const, last_error: null }) }),
+    markReloadStarted: assign({ reload: ({ context }) => ({ ...context.reload, status: "in_progress" as const, last_started_ms: context.clock(), target_version: null }) }),
+    recordTarget: assign({ reload: ({ context, event }) => ({ ...context.reload, target_version: (event as unknown as { output: Prepared }).output.version }) }),
+    markReloadSucceeded: assign({
+      reload: ({ context }) => {
+        const at = context.clock();
+        return { ...context.reload, status: "ok" as const, last_completed_ms: at, last_success_ms: at };
+      },
+    }),
+    markReloadFailed: assign({
+      reload: ({ context, event }) => ({ ...context.reload, status: "failed" as const, last_completed_ms: context.clock(), last_error: context.describe((event as { error?: unknown }).error) }),
     }),
   },
 }).createMachine({
   id: "app",
-  initial: "starting",
-  context: { shutdownRequested: false, restartRequested: false, error: null },
-  invoke: [
-    { id: "reload", systemId: "reload", src: "reload" },
-    { id: "config", systemId: "config", src: "config" },
-  ],
-  on: {
-    "RUNTIME.NEW": { actions: "spawnRuntime" },
-    "RUNTIME.REMOVE": { actions: "removeRuntime" },
-  },
+  initial: "running",
+  context: ({ input }) => ({
+    ...input,
+    shutdownRequested: false,
+    restartRequested: false,
+    error: null,
+    reload: { status: "idle", last_started_ms: null, last_completed_ms: null, last_success_ms: null, last_error: null, running_version: null, target_version: null },
+    generations: 0,
+    current: null,
+    building: null,
+    live: [],
+  }),
   output: ({ context }) => ({ restart: context.restartRequested && context.error === null, error: context.error }),
+  invoke: { id: "config", systemId: "config", src: "config" },
+  on: {
+    SHUTDOWN: { guard: "noStopRequested", actions: "requestShutdown" },
+    RESTART: { guard: "noStopRequested", actions: "requestRestart" },
+    "RELOAD.REQUEST": { guard: and(["notStopping", "reloadIdle"]), actions: "markReloadPending" },
+    "RUNTIME.GONE": { actions: "removeRuntime" },
+  },
   states: {
-    starting: {
-      invoke: { id: "startApi", src: "startApi", onDone: "initializing", onError: { target: "stopped", actions: "recordError" } },
-      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" }, "RELOAD.REQUEST": { actions: "forwardReloadRequest" } },
-    },
-    initializing: {
-      invoke: { id: "startRuntime", src: "startRuntime", onDone: { target: "serving", actions: "reportRunningVersion" }, onError: { target: "shutting_down", actions: "recordError" } },
-      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" }, "RELOAD.REQUEST": { actions: "forwardReloadRequest" } },
-    },
-    serving: {
-      entry: "announceServing",
-      always: [
-        { guard: "restartRequested", target: "restarting" },
-        { guard: "stopRequested", target: "shutting_down" },
-      ],
-      on: {
-        "RELOAD.PENDING": "reloading",
-        "RELOAD.REQUEST": { actions: "forwardReloadRequest" },
-        SHUTDOWN: { target: "shutting_down", actions: "requestShutdown" },
-        RESTART: { target: "restarting", actions: "requestRestart" },
+    running: {
+      initial: "starting",
+      states: {
+        starting: {
+          invoke: { id: "startApi", src: "startApi", onDone: "initializing", onError: { target: "#app.stopped", actions: "recordError" } },
+        },
+        initializing: {
+          invoke: {
+            id: "prepare",
+            src: "prepare",
+            input: ({ context }) => ({ generation: context.generations + 1, initial: true }),
+            onDone: { actions: "buildGeneration" },
+            onError: { target: "#app.shutting_down", actions: ["recordError", "reportStartupFailure"] },
+          },
+          on: {
+            "RUNTIME.READY": { guard: "isBuilding", target: "serving", actions: ["swapGeneration", "activate"] },
+            "RUNTIME.FAILED": { guard: "isBuilding", target: "#app.shutting_down", actions: ["dropBuilding", "recordError", "reportStartupFailure"] },
+          },
+        },
+        serving: {
+          always: [
+            { guard: "restartRequested", target: "#app.restarting" },
+            { guard: "stopRequested", target: "#app.shutting_down" },
+            { guard: "reloadPending", target: "reloading" },
+          ],
+        },
+        // Built beside the running generation; the swap happens only when every plugin of the new one is ready.
+        reloading: {
+          entry: "markReloadStarted",
+          invoke: {
+            id: "prepare",
+            src: "prepare",
+            input: ({ context }) => ({ generation: context.generations + 1, initial: false }),
+            onDone: { actions: ["recordTarget", "buildGeneration"] },
+            onError: { target: "serving", actions: "markReloadFailed" },
+          },
+          on: {
+            "RUNTIME.READY": { guard: "isBuilding", target: "serving", actions: ["swapGeneration", "activate", "markReloadSucceeded"] },
+            "RUNTIME.FAILED": { guard: "isBuilding", target: "serving", actions: ["dropBuilding", "markReloadFailed"] },
+          },
+        },
       },
     },
-    reloading: {
-      invoke: {
-        id: "reloadRuntime",
-        src: "reloadRuntime",
-        onDone: { target: "serving", actions: "reportReloadSucceeded" },
-        onError: { target: "serving", actions: "reportReloadFailed" },
-      },
-      on: { SHUTDOWN: { actions: "requestShutdown" }, RESTART: { actions: "requestRestart" }, "RELOAD.REQUEST": { actions: "forwardReloadRequest" } },
-    },
-    // Stopping: no reload can be requested any more (HTTP 503).
-    shutting_down: {
-      invoke: { id: "stopRuntime", src: "stopRuntime", input: { restart: false }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
-    },
-    restarting: {
-      invoke: { id: "stopRuntime", src: "stopRuntime", input: { restart: true }, onDone: "stopped", onError: { target: "stopped", actions: "recordError" } },
-    },
+    shutting_down: stopping(false),
+    restarting: stopping(true),
     stopped: { type: "final" },
   },
 });
+
+/** The lifecycle state the API and the log name: starting, initializing, serving, reloading, shutting_down, restarting, stopped. */
+export function lifecycleState(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value !== null && typeof value === "object") {
+    const [key, inner] = Object.entries(value as Record<string, unknown>)[0] ?? ["unknown", null];
+    return key === "running" ? lifecycleState(inner) : key;
+  }
+  return "unknown";
+}

@@ -2,12 +2,11 @@
 // base_version check, validation and write of one save can never interleave with another's.
 // The `save` actor (provided by actors/app.actor.ts) does the work; this file has no I/O.
 
-import { assign, fromPromise, setup, stateIn } from "xstate";
+import { assign, emit, fromPromise, setup, stateIn } from "xstate";
 import type { DiagnosticDetail } from "../src/config/report.js";
+import { doneAnswer, failedAnswer, type Answer, type Asked } from "./concern.js";
 
 export interface SaveRequest {
-  /** Chosen by the sender, unique per request; the result is kept under it. */
-  requestId: string;
   /** Full YAML text, written as sent. */
   content: string;
   /** sha256 hex the client edited from; null skips the conflict check. */
@@ -17,7 +16,6 @@ export interface SaveRequest {
 }
 
 export interface SaveSuccess {
-  requestId: string;
   ok: true;
   path: string;
   version: string;
@@ -30,11 +28,9 @@ export interface SaveSuccess {
 }
 
 export interface SaveFailure {
-  requestId: string;
   ok: false;
-  /** HTTP status and error code the API answers with. */
-  status: number;
-  code: string;
+  /** The API error code (its status comes from the API's error table). */
+  code: "config_conflict" | "config_validate_failed" | "config_save_failed";
   message: string;
   extra: Record<string, unknown>;
 }
@@ -43,68 +39,45 @@ export type SaveResult = SaveSuccess | SaveFailure;
 
 export interface ConfigContext {
   /** Request id of the save running now. */
-  saving: string | null;
-  /** The most recent results, newest last (bounded: each waiter reads its own right away). */
-  results: SaveResult[];
+  requestId: string | null;
+  saves: number;
 }
 
-export type ConfigEvent = { type: "SAVE"; request: SaveRequest };
-
-/** Results kept; a waiter reads its result in the same tick it is stored, so a few suffice. */
-export const KEPT_RESULTS = 16;
-
-const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-
-const keep = (results: SaveResult[], result: SaveResult): SaveResult[] => [...results, result].slice(-KEPT_RESULTS);
+export type ConfigEvent = { type: "SAVE"; request: SaveRequest } & Asked;
 
 export const configMachine = setup({
   types: {
     context: {} as ConfigContext,
     events: {} as ConfigEvent,
+    emitted: {} as Answer,
   },
   actors: {
-    save: fromPromise<SaveResult, SaveRequest>(({ input }) =>
-      Promise.resolve({ requestId: input.requestId, ok: false, status: 500, code: "config_save_failed", message: "saving is not available", extra: {} }),
-    ),
+    save: fromPromise<SaveResult, SaveRequest>(() => Promise.reject(new Error("saving is not available"))),
   },
   guards: {
     /** A save asked for while another runs is refused (HTTP 409), never queued. */
     saveIdle: stateIn("idle"),
   },
   actions: {
-    recordResult: assign(({ context, event }) => ({
-      saving: null,
-      results: keep(context.results, (event as unknown as { output: SaveResult }).output),
-    })),
-    recordCrash: assign(({ context, event }) => ({
-      saving: null,
-      results: keep(context.results, {
-        requestId: context.saving ?? "",
-        ok: false,
-        status: 500,
-        code: "config_save_failed",
-        message: `saving the configuration failed: ${errorText((event as { error?: unknown }).error)}`,
-        extra: {},
-      }),
-    })),
+    answerDone: emit(({ context, event }) => doneAnswer(context.requestId, event)),
+    answerFailed: emit(({ context, event }) => failedAnswer(context.requestId, event)),
   },
 }).createMachine({
   id: "config",
   initial: "idle",
-  context: { saving: null, results: [] },
+  context: { requestId: null, saves: 0 },
   on: {
-    SAVE: { guard: "saveIdle", target: ".saving", actions: assign({ saving: ({ event }) => event.request.requestId }) },
+    SAVE: { guard: "saveIdle", target: ".saving", actions: assign({ requestId: ({ event }) => event.requestId, saves: ({ context }) => context.saves + 1 }) },
   },
   states: {
     idle: {},
     saving: {
       invoke: {
-        id: "save",
         src: "save",
         // The request (with its possibly large content) travels as input only, never into context.
-        input: ({ event }) => event.request,
-        onDone: { target: "idle", actions: "recordResult" },
-        onError: { target: "idle", actions: "recordCrash" },
+        input: ({ event }) => (event as ConfigEvent).request,
+        onDone: { target: "idle", actions: "answerDone" },
+        onError: { target: "idle", actions: "answerFailed" },
       },
     },
   },

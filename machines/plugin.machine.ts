@@ -1,40 +1,97 @@
-// One plugin instance's lifecycle: creating → ready → destroying → destroyed (or failed).
+// One plugin instance: creating → ready → destroying → destroyed, or failed. The actor owns the
+// instance's lifecycle: it invokes the create (create + init) and destroy procedures, and while
+// ready it runs the plugin's concern actor (provider reload, cache operations, matcher mode, ...)
+// as its child. Its parent, the runtime actor, decides when each plugin is created and destroyed.
 
-import { assign, setup } from "xstate";
+import { assign, enqueueActions, fromPromise, sendParent, setup, type AnyActorLogic, type AnyActorRef } from "xstate";
+
+/** What the plugin machine needs from the runtime that holds the instances (registry/runtime.ts). */
+export interface PluginHost {
+  createPlugin(tag: string): Promise<CreatedPlugin>;
+  destroyPlugin(tag: string): Promise<void>;
+}
+
+export interface CreatedPlugin {
+  type: string;
+  kind: string;
+  concern: { id: string; logic: AnyActorLogic; input?: unknown } | null;
+}
 
 export interface PluginContext {
   tag: string;
-  type: string;
-  kind: string;
+  /** This actor's systemId (runtime:<n>/plugin:<tag>). */
+  systemId: string;
+  type: string | null;
+  kind: string | null;
+  /** systemId of the concern actor while ready. */
+  concern: string | null;
   error: string | null;
+  host: PluginHost;
 }
 
-export type PluginEvent =
-  | { type: "PLUGIN.READY" }
-  | { type: "PLUGIN.FAILED"; error: string }
-  | { type: "PLUGIN.DESTROYING" }
-  | { type: "PLUGIN.DESTROYED" };
+export type PluginEvent = { type: "PLUGIN.DESTROY" };
+
+/** Told to the runtime actor. */
+export type PluginReport =
+  | { type: "PLUGIN.READY"; tag: string }
+  | { type: "PLUGIN.FAILED"; tag: string; error: unknown }
+  | { type: "PLUGIN.DESTROYED"; tag: string };
+
+export const concernSystemId = (pluginSystemId: string, concernId: string): string => `${pluginSystemId}/${concernId}`;
+
+const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 export const pluginMachine = setup({
   types: {
     context: {} as PluginContext,
     events: {} as PluginEvent,
-    input: {} as { tag: string; type: string; kind: string },
+    input: {} as { tag: string; systemId: string; host: PluginHost },
+  },
+  actors: {
+    create: fromPromise<CreatedPlugin, { tag: string; host: PluginHost }>(({ input }) => input.host.createPlugin(input.tag)),
+    destroy: fromPromise<void, { tag: string; host: PluginHost }>(({ input }) => input.host.destroyPlugin(input.tag)),
   },
   actions: {
-    recordError: assign({ error: ({ event }) => (event as Extract<PluginEvent, { type: "PLUGIN.FAILED" }>).error }),
+    recordCreated: assign(({ event, context }) => {
+      const out = (event as unknown as { output: CreatedPlugin }).output;
+      return { type: out.type, kind: out.kind, concern: out.concern ? concernSystemId(context.systemId, out.concern.id) : null };
+    }),
+    // The concern's logic comes from the plugin definition (not one of this machine's named actors), so
+    // it is found by systemId, `<this actor's systemId>/<concern id>`, rather than by child id.
+    startConcern: enqueueActions(({ enqueue, event, context }) => {
+      const concern = (event as unknown as { output: CreatedPlugin }).output.concern;
+      if (concern) enqueue.spawnChild(concern.logic, { systemId: concernSystemId(context.systemId, concern.id), input: concern.input });
+    }),
+    stopConcern: enqueueActions(({ enqueue, context, system }) => {
+      const ref = context.concern ? (system.get(context.concern) as AnyActorRef | undefined) : undefined;
+      if (ref) enqueue.stopChild(ref);
+    }),
+    recordError: assign({ error: ({ event }) => errorText((event as { error?: unknown }).error) }),
+    reportReady: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.READY", tag: context.tag })),
+    reportFailed: sendParent(({ context, event }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: (event as { error?: unknown }).error })),
+    reportDestroyed: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.DESTROYED", tag: context.tag })),
   },
 }).createMachine({
   id: "plugin",
   initial: "creating",
-  context: ({ input }) => ({ ...input, error: null }),
+  context: ({ input }) => ({ ...input, type: null, kind: null, concern: null, error: null }),
   states: {
     creating: {
-      on: { "PLUGIN.READY": "ready", "PLUGIN.FAILED": { target: "failed", actions: "recordError" }, "PLUGIN.DESTROYING": "destroying" },
+      invoke: {
+        src: "create",
+        input: ({ context }) => ({ tag: context.tag, host: context.host }),
+        onDone: { target: "ready", actions: ["recordCreated", "startConcern", "reportReady"] },
+        onError: { target: "failed", actions: ["recordError", "reportFailed"] },
+      },
     },
-    ready: { on: { "PLUGIN.DESTROYING": "destroying" } },
-    destroying: { on: { "PLUGIN.DESTROYED": "destroyed" } },
-    failed: { on: { "PLUGIN.DESTROYED": "destroyed" } },
-    destroyed: { type: "final" },
+    ready: { on: { "PLUGIN.DESTROY": "destroying" } },
+    destroying: {
+      entry: "stopConcern",
+      // destroyPlugin logs its own errors and never rejects.
+      invoke: { src: "destroy", input: ({ context }) => ({ tag: context.tag, host: context.host }), onDone: "destroyed", onError: "destroyed" },
+    },
+    // A plugin that failed to create has already released what it made.
+    failed: { type: "final" },
+    destroyed: { type: "final", entry: "reportDestroyed" },
   },
 });

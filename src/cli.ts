@@ -5,7 +5,7 @@ import { resolve } from "node:path";
 import { App, checkConfig } from "./app/app.js";
 import { tuneHeapGrowth } from "./app/heap.js";
 import { replaceProcess } from "./app/restart.js";
-import { VERSION } from "./app/version.js";
+import { VERSION } from "./version.js";
 import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
 import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
 import { createCatalog } from "./registry/catalog.js";

@@ -1,4 +1,5 @@
-// The one JSON error shape: {"ok": false, "code": "<snake_case>", "message": "<text>"}.
+// The one JSON error shape, {"ok": false, "code": "<snake_case>", "message": "<text>"}, and the one
+// table that gives each error code its HTTP status. Handlers name a code; they never pick a status.
 
 export interface ErrorBody {
   ok: false;
@@ -6,17 +7,68 @@ export interface ErrorBody {
   message: string;
 }
 
-/** An error a handler throws to answer with `status` and the JSON error shape. */
+/** HTTP status of every error code the API answers with (refusing guards map to codes in guards.ts). */
+export const ERROR_STATUS = {
+  // The request itself is wrong.
+  invalid_request: 400,
+  invalid_query: 400,
+  invalid_path: 400,
+  invalid_utf8_body: 400,
+  empty_config_body: 400,
+  unsupported_config_format: 400,
+  config_validate_failed: 400,
+  config_check_failed: 400,
+  invalid_matcher_runtime_mode: 400,
+  provider_reload_failed: 400,
+  invalid_ip: 400,
+  invalid_cache_entry_id: 400,
+  invalid_cache_dump: 400,
+  unauthorized: 401,
+  // Nothing there.
+  not_found: 404,
+  plugin_route_not_found: 404,
+  provider_not_found: 404,
+  cache_entry_not_found: 404,
+  not_acceptable: 406,
+  // Refused by a guard, or in conflict with the current state.
+  config_conflict: 409,
+  shutdown_in_progress: 409,
+  reload_busy: 409,
+  config_save_busy: 409,
+  provider_reload_busy: 409,
+  cache_busy: 409,
+  operation_not_allowed: 409,
+  body_too_large: 413,
+  // The server could not do it.
+  internal_error: 500,
+  config_read_failed: 500,
+  config_save_failed: 500,
+  control_command_failed: 500,
+  shutting_down: 503,
+  config_save_unavailable: 503,
+  plugin_unavailable: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_STATUS, code);
+
+/** Readiness probes answer 503 until the process is ready. */
+export const PROBE_STATUS = { ready: 200, not_ready: 503 } as const;
+
+/** An error a handler throws: the status comes from ERROR_STATUS. */
 export class ApiError extends Error {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     /** Extra fields merged into the body (e.g. diagnostics). */
     readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
     this.name = "ApiError";
+    this.status = ERROR_STATUS[code];
   }
 }
 
@@ -31,3 +83,10 @@ export const errorSchema = {
   properties: { ok: { const: false }, code: { type: "string" }, message: { type: "string" } },
   additionalProperties: true,
 } as const;
+
+/** Response schemas for a route's error codes, keyed by status (for fastify and OpenAPI). */
+export function errorResponses(...codes: ErrorCode[]): Record<number, typeof errorSchema> {
+  const out: Record<number, typeof errorSchema> = {};
+  for (const code of codes) out[ERROR_STATUS[code]] = errorSchema;
+  return out;
+}

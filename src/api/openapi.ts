@@ -2,8 +2,7 @@
 // fastify validates requests with), so the document cannot drift from the code.
 
 import type { RouteOptions } from "fastify";
-import type { App } from "../app/app.js";
-import { VERSION } from "../app/version.js";
+import { VERSION } from "../version.js";
 import { errorSchema } from "./errors.js";
 
 declare module "fastify" {
@@ -39,7 +38,7 @@ function responseFor(status: string, schema: Json | undefined): Json {
   return { description, content: { [text ? "text/plain" : "application/json"]: { schema } } };
 }
 
-export function buildOpenApi(routes: RouteOptions[], app: App): Json {
+export function buildOpenApi(routes: RouteOptions[], basicAuth: boolean): Json {
   const paths: Record<string, Json> = {};
   for (const route of routes) {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -48,7 +47,7 @@ export function buildOpenApi(routes: RouteOptions[], app: App): Json {
     for (const [status, s] of Object.entries((schema.response ?? {}) as Record<string, Json>)) responses[status] = responseFor(status, s);
     if (!responses["200"] && !Object.keys(responses).some((k) => k.startsWith("2"))) responses["200"] = { description: "Success" };
     responses["400"] ??= responseFor("400", errorSchema);
-    if (app.config.api?.auth) responses["401"] = responseFor("401", errorSchema);
+    if (basicAuth) responses["401"] = responseFor("401", errorSchema);
     for (const method of methods) {
       const op: Json = {
         summary: schema.summary ?? `${method} ${route.url}`,
@@ -65,7 +64,7 @@ export function buildOpenApi(routes: RouteOptions[], app: App): Json {
     openapi: "3.0.3",
     info: { title: "Sluice management API", version: VERSION },
     servers: [{ url: "/" }],
-    ...(app.config.api?.auth ? { components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } }, security: [{ basic: [] }] } : {}),
+    ...(basicAuth ? { components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } }, security: [{ basic: [] }] } : {}),
     paths,
   };
 }

@@ -1,8 +1,9 @@
 // Response records of the global routes, built from actor snapshots and the catalog.
 
 import { arch, cpus, platform, totalmem } from "node:os";
-import type { App } from "../app/app.js";
-import { VERSION } from "../app/version.js";
+import { lifecycleState } from "../../machines/app.machine.js";
+import { VERSION } from "../version.js";
+import type { ApiHost } from "./host.js";
 
 export interface ReloadRecord {
   status: "idle" | "pending" | "in_progress" | "ok" | "failed";
@@ -16,47 +17,46 @@ export interface ReloadRecord {
   target_version: string | null;
 }
 
-export function reloadRecord(app: App): ReloadRecord {
-  const snap = app.reloadActor.getSnapshot();
-  const status = snap.value;
-  return { status, pending: status === "pending", in_progress: status === "in_progress", ...snap.context };
+export function reloadRecord(host: ApiHost): ReloadRecord {
+  const r = host.actor.getSnapshot().context.reload;
+  return { ...r, pending: r.status === "pending", in_progress: r.status === "in_progress" };
 }
 
 /** The app machine's state, as the API names it. */
-export function appState(app: App): string {
-  const snap = app.actor.getSnapshot();
-  return snap.status === "done" ? "stopped" : String(snap.value);
+export function appState(host: ApiHost): string {
+  const snap = host.actor.getSnapshot();
+  return snap.status === "done" ? "stopped" : lifecycleState(snap.value);
 }
 
 /** Plugins are initialised once the app has reached serving (and while it reloads). */
-export function pluginsReady(app: App): boolean {
-  const s = appState(app);
-  return s === "serving" || s === "reloading";
+export function pluginsReady(host: ApiHost): boolean {
+  const s = appState(host);
+  return (s === "serving" || s === "reloading") && host.liveRuntime() !== null;
 }
 
-export function serverCount(app: App): number {
-  if (!pluginsReady(app)) return 0;
-  return [...app.runtime.plugins.values()].filter((p) => p.kind === "server").length;
+export function serverCount(host: ApiHost): number {
+  const rt = pluginsReady(host) ? host.liveRuntime() : null;
+  return rt ? [...rt.plugins.values()].filter((p) => p.kind === "server").length : 0;
 }
 
-export function uptimeMs(app: App): number {
-  return Date.now() - app.startedAt;
+export function uptimeMs(host: ApiHost): number {
+  return Date.now() - host.startedAt;
 }
 
-export function buildRecord(app: App): Record<string, unknown> {
-  const b = app.catalog.build;
+export function buildRecord(host: ApiHost): Record<string, unknown> {
+  const b = host.catalog.build;
   return {
     version: VERSION,
     bundle: b.bundle,
     enabled_bundles: b.enabledBundles,
     enabled_features: b.enabledFeatures,
-    supported_plugins: app.catalog.supported(),
+    supported_plugins: host.catalog.supported(),
   };
 }
 
-export function healthRecord(app: App): { body: Record<string, unknown>; ready: boolean } {
-  const ready = pluginsReady(app);
-  const servers = serverCount(app);
+export function healthRecord(host: ApiHost): { body: Record<string, unknown>; ready: boolean } {
+  const ready = pluginsReady(host);
+  const servers = serverCount(host);
   const serverStartup = ready && servers > 0 ? "ok" : "not_ready";
   const pluginInit = ready ? "ok" : "not_ready";
   return {
@@ -64,27 +64,27 @@ export function healthRecord(app: App): { body: Record<string, unknown>; ready: 
     body: {
       status: pluginInit === "ok" && serverStartup === "ok" ? "ok" : "not_ready",
       version: VERSION,
-      build_bundle: app.catalog.build.bundle,
-      uptime_ms: uptimeMs(app),
+      build_bundle: host.catalog.build.bundle,
+      uptime_ms: uptimeMs(host),
       checks: { api: "ok", plugin_init: pluginInit, server_startup: serverStartup },
-      plugins: { total: ready ? app.runtime.plugins.size : 0, servers },
+      plugins: { total: ready ? (host.liveRuntime()?.plugins.size ?? 0) : 0, servers },
     },
   };
 }
 
-export function controlRecord(app: App): Record<string, unknown> {
-  const snap = app.actor.getSnapshot();
-  const state = appState(app);
+export function controlRecord(host: ApiHost): Record<string, unknown> {
+  const snap = host.actor.getSnapshot();
+  const state = appState(host);
   const stopping = snap.context.shutdownRequested || snap.context.restartRequested || state === "shutting_down" || state === "restarting" || state === "stopped";
   return {
     status: stopping ? "shutdown_requested" : "running",
     state,
-    uptime_ms: uptimeMs(app),
-    config_path: app.config.path,
+    uptime_ms: uptimeMs(host),
+    config_path: host.configPath(),
     shutdown_requested: snap.context.shutdownRequested,
     restart_requested: snap.context.restartRequested,
-    generation: app.generation,
-    reload: reloadRecord(app),
+    generation: snap.context.current ?? 0,
+    reload: reloadRecord(host),
   };
 }
 
@@ -105,33 +105,19 @@ class CpuSampler {
 }
 const cpu = new CpuSampler();
 
-export function systemRecord(app: App): Record<string, unknown> {
+export function systemRecord(host: ApiHost): Record<string, unknown> {
   return {
     ok: true,
     version: VERSION,
-    build: buildRecord(app),
+    build: buildRecord(host),
     os: platform(),
     arch: arch(),
-    uptime_ms: uptimeMs(app),
-    config_path: app.config.path,
+    uptime_ms: uptimeMs(host),
+    config_path: host.configPath(),
     api_enabled: true,
-    reload: reloadRecord(app),
+    reload: reloadRecord(host),
     process_cpu_percent: cpu.percent(),
     process_memory_mb: Math.round((process.memoryUsage.rss() / 1048576) * 10) / 10,
     system_memory_total_mb: Math.round(totalmem() / 1048576),
   };
-}
-
-export type ReloadRequest = "accepted" | "stopping" | "busy";
-
-/**
- * Asks for a reload as POST /api/reload and PUT /api/config {reload:true} both do: the app must
- * still be able to run one (not stopping), and no reload may be pending or running.
- */
-export function requestReload(app: App): ReloadRequest {
-  const appSnap = app.actor.getSnapshot();
-  if (appSnap.status !== "active" || !appSnap.can({ type: "RELOAD.REQUEST" })) return "stopping";
-  if (!app.reloadActor.getSnapshot().can({ type: "RELOAD.REQUEST" })) return "busy";
-  app.actor.send({ type: "RELOAD.REQUEST" });
-  return "accepted";
 }

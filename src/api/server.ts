@@ -6,17 +6,18 @@
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from "fastify";
-import type { App } from "../app/app.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
 import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
-import { ApiError, errorBody } from "./errors.js";
+import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
+import type { ApiHost } from "./host.js";
 import { buildOpenApi } from "./openapi.js";
 import { registerConfigRoutes } from "./routes/config.js";
 import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
 import { registerLogRoutes } from "./routes/logs.js";
+import { registerPluginRoutes } from "./routes/plugins.js";
 import { WebUi } from "./webui.js";
 
 /** Large configurations are sent whole to PUT /api/config. */
@@ -34,7 +35,7 @@ export interface ApiServer {
 
 /** What every route module receives. */
 export interface RouteContext {
-  app: App;
+  host: ApiHost;
 }
 
 interface Policy {
@@ -44,12 +45,12 @@ interface Policy {
   webui: WebUi | null;
 }
 
-function resolvePath(app: App, p: string): string {
-  return isAbsolute(p) ? p : resolve(app.options.baseDir, p);
+function resolvePath(host: ApiHost, p: string): string {
+  return isAbsolute(p) ? p : resolve(host.baseDir, p);
 }
 
-function readTlsFile(app: App, field: string, p: string): Buffer {
-  const full = resolvePath(app, p);
+function readTlsFile(host: ApiHost, field: string, p: string): Buffer {
+  const full = resolvePath(host, p);
   try {
     return readFileSync(full);
   } catch (err) {
@@ -57,23 +58,23 @@ function readTlsFile(app: App, field: string, p: string): Buffer {
   }
 }
 
-function tlsOptions(app: App, config: ApiConfig): { cert: Buffer; key: Buffer; ca?: Buffer; requestCert?: boolean; rejectUnauthorized?: boolean } | null {
+function tlsOptions(host: ApiHost, config: ApiConfig): { cert: Buffer; key: Buffer; ca?: Buffer; requestCert?: boolean; rejectUnauthorized?: boolean } | null {
   const ssl = config.ssl;
   if (!ssl?.cert || !ssl.key) return null;
   // The config check refuses this too; without a CA there is nothing to verify client certificates against.
   if (ssl.require_client_cert === true && !ssl.client_ca) throw new Error("api.http.ssl.require_client_cert needs ssl.client_ca");
-  const ca = ssl.client_ca ? readTlsFile(app, "client_ca", ssl.client_ca) : undefined;
+  const ca = ssl.client_ca ? readTlsFile(host, "client_ca", ssl.client_ca) : undefined;
   return {
-    cert: readTlsFile(app, "cert", ssl.cert),
-    key: readTlsFile(app, "key", ssl.key),
+    cert: readTlsFile(host, "cert", ssl.cert),
+    key: readTlsFile(host, "key", ssl.key),
     ...(ca ? { ca, requestCert: true, rejectUnauthorized: ssl.require_client_cert === true } : {}),
   };
 }
 
-function makePolicy(app: App, config: ApiConfig): Policy {
-  const webuiRoot = config.webui ? resolvePath(app, config.webui.root) : null;
+function makePolicy(host: ApiHost, config: ApiConfig): Policy {
+  const webuiRoot = config.webui ? resolvePath(host, config.webui.root) : null;
   if (webuiRoot !== null && !isDirectory(webuiRoot)) {
-    app.log.warn({ target: "api", root: webuiRoot }, "webui.root is not a directory; WebUI requests get 404 until it exists");
+    host.log.warn({ target: "api", root: webuiRoot }, "webui.root is not a directory; WebUI requests get 404 until it exists");
   }
   return {
     config,
@@ -104,12 +105,12 @@ function isApi(url: string, route?: string): boolean {
   return isApiPath(raw) || isApiPath(raw.replace(/%[0-7][0-9a-f]/gi, (e) => String.fromCharCode(parseInt(e.slice(1), 16))));
 }
 
-function validationCode(context: string | undefined): string {
+function validationCode(context: string | undefined): "invalid_query" | "invalid_path" | "invalid_request" {
   return context === "querystring" ? "invalid_query" : context === "params" ? "invalid_path" : "invalid_request";
 }
 
-export async function createApiServer(app: App, initial: ApiConfig): Promise<ApiServer> {
-  const tls = tlsOptions(app, initial);
+export async function createApiServer(host: ApiHost, initial: ApiConfig): Promise<ApiServer> {
+  const tls = tlsOptions(host, initial);
   const fastify = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
@@ -119,11 +120,12 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
     frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
       const api = isApi(req.url);
       if (api && gate(req, reply)) return;
-      void reply.code(api ? 400 : 404).send(api ? errorBody("invalid_path", err.message) : errorBody("not_found", "no such file"));
+      const code = api ? "invalid_path" : "not_found";
+      void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
     },
     ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true } },
   }) as unknown as FastifyInstance;
-  let policy = makePolicy(app, initial);
+  let policy = makePolicy(host, initial);
   const routes: RouteOptions[] = [];
   fastify.addHook("onRoute", (route) => {
     if (isApi(route.url) && route.method !== "HEAD") routes.push(route);
@@ -141,7 +143,7 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
       return true;
     }
     if (policy.auth && !policy.auth.check(req.headers.authorization)) {
-      void reply.code(401).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
+      void reply.code(ERROR_STATUS.unauthorized).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
       return true;
     }
     return false;
@@ -157,27 +159,31 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
       const where = err.validationContext ?? "body";
       const field = err.validation[0]?.instancePath.replace(/^\//, "").replace(/\//g, ".") || (err.validation[0]?.params as { missingProperty?: string })?.missingProperty || "";
       const message = `${where}${field ? `.${field}` : ""} ${err.validation[0]?.message ?? "is invalid"}`;
-      return reply.code(400).send(errorBody(validationCode(where), message));
+      const code = validationCode(where);
+      return reply.code(ERROR_STATUS[code]).send(errorBody(code, message));
     }
-    if (err.statusCode === 413) return reply.code(413).send(errorBody("body_too_large", `request body is larger than ${BODY_LIMIT} bytes`));
+    if (err.statusCode === ERROR_STATUS.body_too_large) return reply.code(err.statusCode).send(errorBody("body_too_large", `request body is larger than ${BODY_LIMIT} bytes`));
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send(errorBody("invalid_request", err.message));
     }
-    app.log.error({ target: "api", method: req.method, url: req.url, err: err.message }, "request failed");
-    return reply.code(500).send(errorBody("internal_error", "internal error; see the server log"));
+    host.log.error({ target: "api", method: req.method, url: req.url, err: err.message }, "request failed");
+    return reply.code(ERROR_STATUS.internal_error).send(errorBody("internal_error", "internal error; see the server log"));
   });
 
   fastify.setNotFoundHandler(async (req, reply) => {
     if (!isApi(req.url) && policy.webui) return policy.webui.serve(req, reply);
-    return reply.code(404).send(errorBody("not_found", `no route ${req.method} ${req.url.split("?")[0]}`));
+    const path = req.url.split("?")[0] ?? "";
+    if (path.startsWith("/api/plugins/")) return reply.code(ERROR_STATUS.plugin_route_not_found).send(errorBody("plugin_route_not_found", `no plugin route ${req.method} ${path}`));
+    return reply.code(ERROR_STATUS.not_found).send(errorBody("not_found", `no route ${req.method} ${path}`));
   });
 
-  const ctx: RouteContext = { app };
+  const ctx: RouteContext = { host };
   registerControlRoutes(fastify, ctx);
   registerConfigRoutes(fastify, ctx);
   registerInspectRoutes(fastify, ctx);
   registerLogRoutes(fastify, ctx);
-  fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, app));
+  registerPluginRoutes(fastify, ctx);
+  fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, policy.auth !== null));
   await fastify.ready();
 
   const addr = parseListen(initial.listen);
@@ -192,13 +198,13 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
     async listen() {
       await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });
       const a = address();
-      app.log.info({ target: "api", address: a.address, port: a.port, protocol: a.protocol }, "management API listening");
+      host.log.info({ target: "api", address: a.address, port: a.port, protocol: a.protocol }, "management API listening");
     },
     updatePolicy(config) {
       if (config.listen !== policy.config.listen || JSON.stringify(config.ssl) !== JSON.stringify(policy.config.ssl)) {
-        app.log.warn({ target: "api" }, "api listen address or TLS settings changed; they take effect after a restart");
+        host.log.warn({ target: "api" }, "api listen address or TLS settings changed; they take effect after a restart");
       }
-      policy = makePolicy(app, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
+      policy = makePolicy(host, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
     },
     async close() {
       await fastify.close();

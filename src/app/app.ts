@@ -4,13 +4,14 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { createAppActor, type AppActor, type ConfigActor, type ReloadActor } from "../../actors/app.actor.js";
-import { runtimeObserver } from "../../actors/runtime.observer.js";
-import { ReloadFailure, type AppOutput, type ReloadOutcome } from "../../machines/app.machine.js";
+import { controlResolver, createAppActor, type AppActor, type ConfigActor } from "../../actors/app.actor.js";
+import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
+import type { RuntimeHost } from "../../machines/runtime.machine.js";
+import type { ApiHost } from "../api/host.js";
 import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
-import { saveConfigFile } from "./config-save.js";
+import { saveConfigFile } from "../config/save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
@@ -43,21 +44,15 @@ export function checkConfig(configPath: string, catalog: Catalog, env?: NodeJS.P
 /** Ring capacity of GET /api/logs. */
 const LOG_RING_CAPACITY = 2000;
 
-interface Generation {
-  number: number;
-  config: SluiceConfig;
-  analysis: Analysis;
-  runtime: Runtime;
-}
-
-function describe(err: unknown): string {
+/** An error as the reload status and the log show it: every diagnostic as file:line:column: error: message. */
+export function describe(err: unknown): string {
   if (err instanceof ConfigError || err instanceof PluginInitError) {
     return err.diagnostics.length > 0 ? err.diagnostics.map(formatDiagnostic).join("\n") : err.message;
   }
   return err instanceof Error ? err.message : String(err);
 }
 
-export class App {
+export class App implements ApiHost {
   readonly bus = new Bus();
   readonly logRing: LogRing;
   readonly log: Logger;
@@ -68,31 +63,22 @@ export class App {
   readonly actor: AppActor;
   /** Resolves when the app machine reaches `stopped`. */
   readonly done: Promise<AppOutput>;
-  private current: Generation | null = null;
-  private generations = 0;
+  private current: Runtime | null = null;
   private api: ApiServer | null = null;
   /** The startup failure, kept with its type for the CLI. */
   private startupError: unknown = null;
 
   private constructor(
     readonly options: AppOptions,
-    private initial: { config: SluiceConfig; analysis: Analysis } | null,
+    private initial: { config: SluiceConfig; analysis: Analysis },
   ) {
     this.catalog = options.catalog ?? createCatalog();
     this.logRing = new LogRing(LOG_RING_CAPACITY, this.bus);
-    const config = (initial as { config: SluiceConfig }).config;
+    const config = initial.config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
     this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir };
-    this.actor = createAppActor(this, this.bus);
-    // Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed.
-    const last = new Map<string, string>();
-    this.bus.on("actor.transition", (t) => {
-      if (t.id !== "app" && t.id !== "reload") return;
-      const state = JSON.stringify(t.state);
-      if (last.get(t.id) === state) return;
-      last.set(t.id, state);
-      this.log.info({ target: "control", actor: t.id, state: t.state }, "state changed");
-    });
+    this.actor = createAppActor(this, this.bus, { clock: Date.now, describe });
+    this.logStateChanges();
     this.done = new Promise((resolve) => {
       this.actor.subscribe({ complete: () => resolve(this.actor.getSnapshot().output as AppOutput) });
     });
@@ -104,33 +90,48 @@ export class App {
     const initial = checkConfig(options.configPath, catalog, options.env);
     const app = new App({ ...options, catalog }, initial);
     app.actor.start();
-    const snap = await waitFor(app.actor, (s) => s.matches("serving") || s.status === "done", { timeout: Infinity });
+    const snap = await waitFor(app.actor, (s) => s.matches({ running: "serving" }) || s.status === "done", { timeout: Infinity });
     // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
     if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
     return app;
   }
 
-  get config(): SluiceConfig {
-    return (this.current ?? (this.initial as { config: SluiceConfig })).config;
+  /** Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed. */
+  private logStateChanges(): void {
+    let app = "";
+    let reload: ReloadStatus["status"] = "idle";
+    this.actor.subscribe((snap) => {
+      const state = snap.status === "done" ? "stopped" : lifecycleState(snap.value);
+      if (state !== app) {
+        app = state;
+        this.log.info({ target: "control", actor: "app", state }, "state changed");
+      }
+      const r = snap.context.reload;
+      if (r.status === reload) return;
+      reload = r.status;
+      this.log.info({ target: "control", actor: "reload", state: r.status }, "state changed");
+      if (r.status === "ok") this.log.info({ target: "app", version: r.running_version, generation: snap.context.current }, "reload succeeded");
+      if (r.status === "failed") this.log.warn({ target: "app", err: r.last_error }, "reload failed; the previous configuration keeps serving");
+    });
   }
 
-  /** The generation that answers queries now. */
+  get config(): SluiceConfig {
+    return (this.current ?? this.initial).config;
+  }
+
+  /** The generation that answers queries. */
   get runtime(): Runtime {
     if (!this.current) throw new Error("no runtime is running");
-    return this.current.runtime;
+    return this.current;
   }
 
   get generation(): number {
-    return this.current?.number ?? 0;
+    return this.actor.getSnapshot().context.current ?? 0;
   }
 
   /** The management API listener, when the configuration has an `api` section. */
   get apiServer(): ApiServer | null {
     return this.api;
-  }
-
-  get reloadActor(): ReloadActor {
-    return this.actor.system.get("reload") as ReloadActor;
   }
 
   /** Serialises configuration saves (PUT /api/config). */
@@ -140,8 +141,31 @@ export class App {
 
   /** Graceful stop through the app machine; resolves when stopped. */
   async stop(): Promise<AppOutput> {
-    if (this.actor.getSnapshot().status === "active") this.actor.send({ type: "SHUTDOWN" });
+    const snap = this.actor.getSnapshot();
+    if (snap.status === "active" && snap.can({ type: "SHUTDOWN" })) this.actor.send({ type: "SHUTDOWN" });
     return this.done;
+  }
+
+  // ---- what the management API sees (ApiHost) ------------------------------------------------
+
+  get baseDir(): string {
+    return this.options.baseDir;
+  }
+
+  get env(): NodeJS.ProcessEnv {
+    return this.options.env ?? process.env;
+  }
+
+  get metrics(): MetricsHub {
+    return this.services.metrics;
+  }
+
+  configPath(): string {
+    return this.config.path as string;
+  }
+
+  liveRuntime(): Runtime | null {
+    return this.current;
   }
 
   // ---- procedures invoked by the app machine -------------------------------------------------
@@ -154,98 +178,46 @@ export class App {
     await this.api.listen();
   }
 
-  async startRuntime(): Promise<{ version: string }> {
-    const { config, analysis } = this.initial as { config: SluiceConfig; analysis: Analysis };
-    try {
-      const gen = await this.buildGeneration(config, analysis);
-      await gen.runtime.start();
-      this.activate(gen);
-    } catch (err) {
-      this.startupError = err;
-      this.log.error({ target: "app", err: describe(err) }, "startup failed");
-      throw err;
-    }
-    this.log.info({ target: "app", config: config.path, plugins: analysis.initOrder.length, generation: this.generation }, "sluice started");
-    return { version: config.version };
-  }
-
-  /** Builds the new generation beside the running one; swaps only when it is ready. */
-  async reloadRuntime(): Promise<ReloadOutcome> {
-    const path = this.config.path as string;
+  prepare(input: PrepareInput): Promise<Prepared> {
     let config: SluiceConfig;
-    try {
+    let analysis: Analysis;
+    if (input.initial) {
+      ({ config, analysis } = this.initial);
+    } else {
+      const path = this.configPath();
       config = loadConfigFile(path, { env: this.options.env });
-    } catch (err) {
-      this.reloadActor.send({ type: "RELOAD.START", at: Date.now(), version: null });
-      return this.reloadFailed(err);
+      this.log.info({ target: "app", config: path, version: config.version }, "reload started");
+      analysis = analyzeConfig(config, this.catalog);
     }
-    this.reloadActor.send({ type: "RELOAD.START", at: Date.now(), version: config.version });
-    this.log.info({ target: "app", config: path, version: config.version }, "reload started");
-    let next: Generation;
-    try {
-      next = await this.buildGeneration(config, analyzeConfig(config, this.catalog));
-      await next.runtime.start();
-    } catch (err) {
-      return this.reloadFailed(err);
-    }
-    const previous = this.current;
-    this.activate(next);
-    if (previous) await this.retire(previous);
-    this.services.metrics.retainTags(new Set(next.runtime.plugins.keys()));
-    this.log.info({ target: "app", version: config.version, generation: next.number }, "reload succeeded");
-    return { at: Date.now(), version: config.version };
+    const runtime = new Runtime(config, analysis, this.services, this.catalog, controlResolver(this.actor.system, input.generation));
+    return Promise.resolve({ version: config.version, host: runtime });
   }
 
-  private reloadFailed(err: unknown): never {
-    const message = describe(err);
-    this.log.warn({ target: "app", err: message }, "reload failed; the previous configuration keeps serving");
-    throw new ReloadFailure(message, Date.now());
+  activate(host: RuntimeHost): void {
+    const runtime = host as Runtime;
+    const first = this.current === null;
+    this.current = runtime;
+    if (!this.options.logLevel) this.log.level = pinoLevel(runtime.config.log.level);
+    if (runtime.config.api) this.api?.updatePolicy(runtime.config.api);
+    this.services.metrics.retainTags(runtime.allTags());
+    if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation: this.generation }, "sluice started");
+  }
+
+  startupFailed(error: unknown): void {
+    this.startupError = error;
+    this.log.error({ target: "app", err: describe(error) }, "startup failed");
   }
 
   /** Writes the configuration file the process runs (the config actor calls it, one at a time). */
   saveConfig(request: SaveRequest): Promise<SaveResult> {
-    return saveConfigFile(request, { path: this.config.path as string, catalog: this.catalog, env: this.options.env ?? process.env, log: this.log });
+    return saveConfigFile(request, { path: this.configPath(), catalog: this.catalog, env: this.env, log: this.log });
   }
 
-  async stopRuntime(restart: boolean): Promise<void> {
+  async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
-    if (this.current) await this.retire(this.current);
     this.current = null;
     await this.services.listeners.closeAll();
     await this.api?.close();
     this.api = null;
-  }
-
-  // ---- generations ---------------------------------------------------------------------------
-
-  private async buildGeneration(config: SluiceConfig, analysis: Analysis): Promise<Generation> {
-    const number = ++this.generations;
-    this.actor.send({ type: "RUNTIME.NEW", generation: number, version: config.version });
-    const observer = runtimeObserver(this.actor, number);
-    try {
-      const runtime = await Runtime.build(analysis, this.services, this.catalog, observer);
-      return { number, config, analysis, runtime };
-    } catch (err) {
-      observer.runtime({ type: "RUNTIME.FAILED", error: describe(err) });
-      this.actor.send({ type: "RUNTIME.REMOVE", generation: number });
-      throw err;
-    }
-  }
-
-  private activate(gen: Generation): void {
-    this.current = gen;
-    this.initial = null;
-    runtimeObserver(this.actor, gen.number).runtime({ type: "RUNTIME.ACTIVE" });
-    if (!this.options.logLevel) this.log.level = pinoLevel(gen.config.log.level);
-    if (gen.config.api) this.api?.updatePolicy(gen.config.api);
-  }
-
-  /** Lets in-flight queries finish, then destroys the generation. */
-  private async retire(gen: Generation): Promise<void> {
-    const observer = runtimeObserver(this.actor, gen.number);
-    observer.runtime({ type: "RUNTIME.DRAINING" });
-    await gen.runtime.destroy();
-    observer.runtime({ type: "RUNTIME.DESTROYED" });
-    this.actor.send({ type: "RUNTIME.REMOVE", generation: gen.number });
   }
 }

@@ -17,7 +17,7 @@ export type RuleAction = (ctx: DnsContext, next: Continuation) => StepResult;
 export interface CompiledRule {
   matchers: CompiledMatcher[];
   action: RuleAction;
-  /** Continuation executors run the rest of the sequence themselves; their result is final. */
+  /** The rule's result is the sequence's result: continuation executors (they run the rest themselves) and goto. */
   continuation: boolean;
   /** Path event identity: executor tag or builtin name. */
   kind: "executor" | "builtin";

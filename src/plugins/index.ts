@@ -1,6 +1,8 @@
 // Every plugin type Sluice knows. Adding a type: one definition file plus one line here.
 
 import type { AnyDefinition } from "../registry/types.js";
+import { matcherControl } from "./matchers/control.js";
+import { providerControl } from "./providers/control.js";
 import { arbitrary } from "./executors/arbitrary.js";
 import { blackHole } from "./executors/black-hole.js";
 import { cache } from "./executors/cache/index.js";
@@ -42,6 +44,14 @@ import { domainSet } from "./providers/domain-set.js";
 import { ipSet } from "./providers/ip-set.js";
 import { tcpServer } from "./servers/tcp-server.js";
 import { udpServer } from "./servers/udp-server.js";
+
+/** Every matcher and provider has its kind's control plane (mode; reload) unless it declares its own. */
+function withKindControl(def: AnyDefinition): AnyDefinition {
+  if (def.control) return def;
+  if (def.kind === "matcher") return { ...def, control: matcherControl };
+  if (def.kind === "provider") return { ...def, control: providerControl };
+  return def;
+}
 
 export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   // servers
@@ -91,4 +101,4 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   // providers
   domainSet,
   ipSet,
-];
+].map(withKindControl);

@@ -1,5 +1,5 @@
-// Runtime mode of declared matchers (spec: Matcher runtime mode). The data plane reads the mode
-// through a plain object the control plane writes, so a query never waits for anything.
+// Runtime mode of declared matchers (spec: Matcher runtime mode). The matcher's mode actor writes
+// the mode into a plain cell and the data plane reads it there, so a query never waits on an actor.
 // The mode applies before each reference's own negation: in always_false, `$m` misses, `!$m` matches.
 
 import type { DnsContext } from "../engine/context.js";
@@ -11,34 +11,31 @@ export type MatcherMode = (typeof MATCHER_MODES)[number];
 const NORMAL = 0;
 const ALWAYS_TRUE = 2;
 
-interface ModeCell {
+/** Written by the control plane, read per query. */
+export interface MatcherModeCell {
   value: number;
 }
 
-export class MatcherModes {
-  private readonly cells = new Map<string, ModeCell>();
+export const modeValue = (mode: MatcherMode): number => MATCHER_MODES.indexOf(mode);
+export const modeName = (cell: MatcherModeCell): MatcherMode => MATCHER_MODES[cell.value] ?? "normal";
 
-  declare(tag: string): void {
-    if (!this.cells.has(tag)) this.cells.set(tag, { value: NORMAL });
+export class MatcherModes {
+  private readonly cells = new Map<string, MatcherModeCell>();
+
+  /** The cell of a declared matcher (created on first use). */
+  cell(tag: string): MatcherModeCell {
+    let cell = this.cells.get(tag);
+    if (!cell) {
+      cell = { value: NORMAL };
+      this.cells.set(tag, cell);
+    }
+    return cell;
   }
 
   /** A reference to a declared matcher as a sequence sees it: mode first, then negation. */
   wrap(tag: string, matcher: Matcher, negate: boolean): Matcher {
-    const cell = this.cells.get(tag);
-    if (!cell) return negate ? { match: (ctx: DnsContext) => !matcher.match(ctx) } : matcher;
+    const cell = this.cell(tag);
     if (negate) return { match: (ctx: DnsContext) => !(cell.value === NORMAL ? matcher.match(ctx) : cell.value === ALWAYS_TRUE) };
     return { match: (ctx: DnsContext) => (cell.value === NORMAL ? matcher.match(ctx) : cell.value === ALWAYS_TRUE) };
-  }
-
-  set(tag: string, mode: MatcherMode): boolean {
-    const cell = this.cells.get(tag);
-    if (!cell) return false;
-    cell.value = MATCHER_MODES.indexOf(mode);
-    return true;
-  }
-
-  get(tag: string): MatcherMode | undefined {
-    const cell = this.cells.get(tag);
-    return cell ? MATCHER_MODES[cell.value] : undefined;
   }
 }

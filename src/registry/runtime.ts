@@ -1,15 +1,18 @@
 // A runtime is one configuration brought to life: every live plugin created and initialised in
 // dependency order. A reload builds a second runtime beside the first and swaps only on success.
+// The order of work is the runtime machine's; this file holds the plugins and makes each one.
 
 import { isAbsolute, resolve } from "node:path";
-import type { ConfigError} from "../config/diagnostics.js";
+import type { ConfigError } from "../config/diagnostics.js";
+import type { SluiceConfig } from "../config/load.js";
 import { renderPath } from "../config/diagnostics.js";
 import type { Executor, Matcher } from "../engine/types.js";
 import { resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
 import type { Catalog } from "./catalog.js";
-import { MatcherModes, type MatcherMode } from "./matcher-mode.js";
+import type { Concern, ConcernEnv } from "./control.js";
+import { MatcherModes } from "./matcher-mode.js";
 import type { Services } from "./services.js";
-import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type CreateContext, type PluginKind, type ServerPlugin } from "./types.js";
+import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type PluginKind, type ServerPlugin } from "./types.js";
 
 export interface LivePlugin {
   tag: string;
@@ -32,54 +35,62 @@ export class PluginInitError extends Error {
   }
 }
 
-/** Told about each declared plugin's lifecycle (the control plane mirrors it in actors). */
-export interface RuntimeObserver {
-  creating(tag: string, type: string, kind: PluginKind): void;
-  ready(tag: string): void;
-  failed(tag: string, error: string): void;
-  destroying(tag: string): void;
-  destroyed(tag: string): void;
-}
+/** How a runtime reaches the control plane of its plugins (provided by the actor layer). */
+export type ControlResolver = (tag: string) => ControlHandle;
 
-const quietObserver: RuntimeObserver = { creating() {}, ready() {}, failed() {}, destroying() {}, destroyed() {} };
-
+/**
+ * The plugins of one configuration and the procedures that make them: the runtime machine
+ * (machines/runtime.machine.ts) decides when each plugin is created, started and destroyed.
+ */
 export class Runtime {
   readonly plugins = new Map<string, LivePlugin>();
-  /** Creation order (dependencies first); destroyed in reverse. */
-  private readonly created: LivePlugin[] = [];
   readonly modes = new MatcherModes();
-  private destroyed = false;
 
-  private constructor(
+  constructor(
+    /** The configuration this runtime was built from. */
+    readonly config: SluiceConfig,
     readonly analysis: Analysis,
     readonly services: Services,
     private readonly catalog: Catalog,
-    private readonly observer: RuntimeObserver,
-  ) {}
-
-  /** Creates and initialises every live plugin; on failure destroys what was made, in reverse. */
-  static async build(analysis: Analysis, services: Services, catalog: Catalog, observer: RuntimeObserver = quietObserver): Promise<Runtime> {
-    const rt = new Runtime(analysis, services, catalog, observer);
+    private readonly controls: ControlResolver,
+  ) {
     for (const tag of analysis.skipped) {
       services.log.warn({ target: "registry", plugin: tag }, "skipped provider initialization: no live plugin uses it");
     }
-    for (const tag of analysis.initOrder) {
-      const rp = analysis.byTag.get(tag) as ResolvedPlugin;
-      observer.creating(tag, rp.def.type, rp.def.kind);
-      try {
-        const live = await rt.instantiate(rp.def, rp.args, tag);
-        rt.plugins.set(tag, live);
-        rt.created.push(live);
-        if (rp.def.kind === "matcher") rt.modes.declare(tag);
-        observer.ready(tag);
-      } catch (err) {
-        const failure = rt.initError(rp, err);
-        observer.failed(tag, failure.message);
-        await rt.destroy();
-        throw failure;
-      }
+  }
+
+  /** Tags in creation order (dependencies first); destroyed in reverse. */
+  get order(): readonly string[] {
+    return this.analysis.initOrder;
+  }
+
+  /** Creates and initialises one plugin (its dependencies already are); returns its concern, if any. */
+  async createPlugin(tag: string): Promise<{ type: string; kind: PluginKind; concern: Concern | null }> {
+    const rp = this.analysis.byTag.get(tag);
+    if (!rp) throw new PluginInitError(tag, `plugin '${tag}' is not part of this configuration`);
+    let live: LivePlugin;
+    try {
+      live = await this.instantiate(rp.def, rp.args, tag);
+    } catch (err) {
+      throw this.initError(rp, err);
     }
-    return rt;
+    this.plugins.set(tag, live);
+    const env: ConcernEnv = {
+      tag,
+      log: this.services.log.child({ target: `plugin:${tag}` }),
+      metrics: this.services.metrics,
+      matcherMode: rp.def.kind === "matcher" ? this.modes.cell(tag) : null,
+    };
+    const concern = rp.def.control?.concern?.(live.instance as never, env) ?? null;
+    return { type: rp.def.type, kind: rp.def.kind, concern };
+  }
+
+  /** Destroys one plugin and the quick-setup instances it owns; errors are logged, not thrown. */
+  async destroyPlugin(tag: string): Promise<void> {
+    const live = this.plugins.get(tag);
+    if (!live) return;
+    this.plugins.delete(tag);
+    await this.destroyOne(live);
   }
 
   private initError(rp: ResolvedPlugin, err: unknown): PluginInitError {
@@ -137,6 +148,7 @@ export class Runtime {
         const m = (await quick("matcher", expr, internalTag)) as Matcher;
         return negate ? { match: (c) => !m.match(c) } : m;
       },
+      control: (t) => this.controls(t),
     };
   }
 
@@ -156,14 +168,23 @@ export class Runtime {
     return this.plugins.get(tag);
   }
 
-  /** Sets a declared matcher's runtime mode; false when `tag` is not a declared matcher. */
-  setMatcherMode(tag: string, mode: MatcherMode): boolean {
-    return this.modes.set(tag, mode);
+  /** Tags of every instance, quick-setup ones included (metrics of other tags belong to gone plugins). */
+  allTags(): Set<string> {
+    const tags = new Set<string>();
+    const visit = (p: LivePlugin): void => {
+      tags.add(p.tag);
+      for (const c of p.children) visit(c);
+    };
+    for (const p of this.plugins.values()) visit(p);
+    return tags;
   }
 
-  /** Starts every server (after the whole runtime is ready). */
+  /** Starts every server (after the whole runtime is ready), in creation order. */
   async start(): Promise<void> {
-    for (const live of this.created) if (live.kind === "server") await (live.instance as ServerPlugin).start();
+    for (const tag of this.order) {
+      const live = this.plugins.get(tag);
+      if (live?.kind === "server") await (live.instance as ServerPlugin).start();
+    }
   }
 
   private async destroyOne(live: LivePlugin): Promise<void> {
@@ -173,17 +194,5 @@ export class Runtime {
       this.services.log.warn({ target: "registry", plugin: live.tag, err: (err as Error).message }, "plugin destroy failed");
     }
     for (const c of live.children.slice().reverse()) await this.destroyOne(c);
-  }
-
-  /** Destroys every plugin in reverse creation order; errors are logged, not thrown. */
-  async destroy(): Promise<void> {
-    if (this.destroyed) return;
-    this.destroyed = true;
-    for (const live of this.created.slice().reverse()) {
-      this.observer.destroying(live.tag);
-      await this.destroyOne(live);
-      this.observer.destroyed(live.tag);
-    }
-    this.plugins.clear();
   }
 }

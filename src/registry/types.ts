@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
 import type { DnsContext } from "../engine/context.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
+import type { PluginControl } from "./control.js";
 import type { Services } from "./services.js";
 
 export type PluginKind = "server" | "executor" | "matcher" | "provider";
@@ -57,7 +58,9 @@ export interface ExecutorPlugin extends Executor, Lifecycle {}
 export interface MatcherPlugin extends Matcher, Lifecycle {}
 export interface ProviderPlugin extends Lifecycle, Partial<DomainProvider>, Partial<IpProvider> {
   /** Rebuild from the startup args and swap atomically; a failure keeps the old snapshot. */
-  reload?(): Promise<void>;
+  reload?(): Promise<{ rules: number }>;
+  /** Rules in the snapshot serving now. */
+  readonly rules?: number;
   /** Whole-question matching (name, and type where the provider's rules can say so); used by `question`. */
   containsQuestion?(q: Question): boolean;
 }
@@ -99,9 +102,20 @@ export interface CreateContext {
   /** Builds a private quick-setup instance `type param` owned by this plugin. */
   quickExecutor(expr: string, internalTag: string): Promise<Executor>;
   quickMatcher(expr: string, internalTag: string, negate?: boolean): Promise<Matcher>;
+  /**
+   * The control plane of another plugin of this runtime (its concern actor), for executors that
+   * drive one (`reload_provider` → a provider's reload). Resolved when called, not at create time.
+   */
+  control(tag: string): ControlHandle;
 }
 
-export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginKind> {
+/** Asks a plugin's concern actor to do something and waits for the outcome. */
+export interface ControlHandle {
+  /** Resolves with the operation's output; rejects with a RefusedError or the operation's error. */
+  ask(event: { type: string } & Record<string, unknown>): Promise<unknown>;
+}
+
+export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginKind, I extends PluginByKind[K] = PluginByKind[K]> {
   readonly type: string;
   readonly kind: K;
   /** Build feature that gates the type (see bundles.ts). */
@@ -118,12 +132,14 @@ export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginK
   check?(args: Args, env: CheckEnv): ArgProblem[];
   /** References to other plugins found in the args (no plugin is created). */
   dependencies?(args: Args, env: CheckEnv): DependencySpec[];
-  create(args: Args, ctx: CreateContext): PluginByKind[K] | Promise<PluginByKind[K]>;
+  create(args: Args, ctx: CreateContext): I | Promise<I>;
+  /** The instance's control plane: a concern actor (its machine) and API routes. */
+  readonly control?: PluginControl<I>;
 }
 
-export type AnyDefinition = PluginDefinition<unknown, PluginKind>;
+export type AnyDefinition = PluginDefinition<unknown, PluginKind, AnyPlugin>;
 
-/** Declares a plugin type with its args type checked against its own factory. */
-export function definePlugin<Args, K extends PluginKind>(def: PluginDefinition<Args, K>): AnyDefinition {
+/** Declares a plugin type with its args (and, when it has a control plane, its instance) type checked against its own factory. */
+export function definePlugin<Args, K extends PluginKind, I extends PluginByKind[K] = PluginByKind[K]>(def: PluginDefinition<Args, K, I>): AnyDefinition {
   return def;
 }

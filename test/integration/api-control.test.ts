@@ -1,7 +1,7 @@
 // Health, build, control and system routes: status codes, content types and every field.
 import { arch, platform, totalmem } from "node:os";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { VERSION } from "../../src/app/version.js";
+import { VERSION } from "../../src/version.js";
 import { createCatalog } from "../../src/registry/catalog.js";
 import { startCli } from "../helpers/cli.js";
 import { apiYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";

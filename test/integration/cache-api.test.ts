@@ -62,14 +62,15 @@ test("a hit makes an entry recently used, so the least recently used one is evic
   for (const n of ["a", "b", "c"]) run(cache, queryContext(`${n}.example`), next);
   run(cache, queryContext("a.example"), next); // hit: a is now the most recent
   run(cache, queryContext("d.example"), next); // evicts b
-  expect(cache.entries().entries.map((r) => r.domain)).toEqual(["d.example", "a.example", "c.example"]);
+  // b, the least recently used, was evicted; the listing is newest-stored first.
+  expect(cache.entries().entries.map((r) => r.domain)).toEqual(["d.example", "c.example", "a.example"]);
   const text = await metrics.text();
   expect(text).toMatch(/cache_evicted_total\{plugin_tag="c"\} 1/);
   expect(text).toMatch(/cache_entry_count\{plugin_tag="c"\} 3/);
   expect(text).toMatch(/cache_hit_total\{plugin_tag="c",kind="fresh"\} 1/);
 });
 
-test("entries pages most recent first with an opaque cursor, filters by name, and reports rows", () => {
+test("entries pages newest first with an opaque cursor, filters by name, and reports rows", () => {
   const { cache } = makeCache(100);
   const next = localAnswer("192.0.2.8", 120);
   for (let i = 0; i < 7; i++) run(cache, queryContext(`host${i}.Alpha.example`), next);
@@ -92,12 +93,13 @@ test("entries pages most recent first with an opaque cursor, filters by name, an
   expect(pages).toBe(3);
   expect(seen).toEqual(["missing.alpha.example", ...[6, 5, 4, 3, 2, 1, 0].map((i) => `host${i}.alpha.example`)]);
   const [nxRow] = cache.entries({ qname: "missing" }).entries;
-  expect(nxRow).toMatchObject({ domain: "missing.alpha.example", record_type: "A", dns_class: "IN", rcode: "NXDOMAIN", answer_count: 0, authority_count: 1, additional_count: 0, ttl: 30, fresh: true, stale: false, do_bit: false, cd_bit: false, ecs: null });
+  expect(nxRow).toMatchObject({ domain: "missing.alpha.example", qtype: "A", qclass: "IN", rcode: "NXDOMAIN", answer_count: 0, authority_count: 1, additional_count: 0, ttl: 30, fresh: true, stale: false, do_bit: false, cd_bit: false, ecs: null });
   const [row] = cache.entries({ qname: "host3" }).entries;
   expect(row).toMatchObject({ domain: "host3.alpha.example", rcode: "NOERROR", answer_count: 1, ttl: 120, fresh: true });
   expect(row.remaining_ttl).toBeGreaterThanOrEqual(119);
-  expect(row.expire_at_unix_ms - row.cache_time_unix_ms).toBe(120_000);
-  expect(Math.abs(row.cache_time_unix_ms - Date.now())).toBeLessThan(5000);
+  expect(row.expires_at_ms - row.cached_at_ms).toBe(120_000);
+  expect(Math.abs(row.cached_at_ms - Date.now())).toBeLessThan(5000);
+  expect(row.answers).toEqual([{ name: "host3.Alpha.example.", class: "IN", ttl: 120, rr_type: "A", payload_kind: "a", payload_text: "192.0.2.8", payload: { address: "192.0.2.8" } }]);
   expect(() => cache.entries({ cursor: "nonsense" })).toThrow(InvalidQueryError);
   expect(() => cache.entries({ limit: 1.5 })).toThrow(InvalidQueryError);
   expect(cache.entries({ limit: 10_000 }).entries).toHaveLength(9);
@@ -109,7 +111,7 @@ test("deleteEntry removes one entry by id; a bad id is a typed error; flush empt
   run(cache, queryContext("a.example"), next);
   run(cache, queryContext("a.example", 2, QTYPE.AAAA), next);
   run(cache, queryContext("b.example"), next);
-  const [aaaa] = cache.entries({ qname: "a.example" }).entries.filter((r) => r.record_type === "AAAA");
+  const [aaaa] = cache.entries({ qname: "a.example" }).entries.filter((r) => r.qtype === "AAAA");
   expect(cache.deleteEntry(aaaa.id)).toBe(true);
   expect(cache.deleteEntry(aaaa.id)).toBe(false);
   expect(cache.size).toBe(2);

@@ -3,10 +3,18 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ProviderBusyError } from "../../src/plugins/providers/reload.js";
+import { ask as askActor, RefusedError } from "../../actors/ask.js";
+import { concernActor } from "../../actors/app.actor.js";
 import type { ProviderPlugin } from "../../src/registry/types.js";
 import { ask, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
+
+/** A reload as the API and reload_provider ask for it: through the provider's actor (one at a time). */
+function reloadThroughActor(tag: string): Promise<unknown> {
+  const actor = concernActor(s.app.actor.system, s.app.generation, tag);
+  if (!actor) throw new Error(`${tag} has no provider actor`);
+  return askActor(actor, { type: "PROVIDER.RELOAD" });
+}
 
 const LINES = 100_000;
 
@@ -103,10 +111,10 @@ test("a reload that fails keeps the previous rules", async () => {
 
 test("a second reload while one runs is refused; queries meanwhile see a complete set", async () => {
   writeFileSync(listPath(), bigList(["domain:second.example"], 1));
-  const first = big().reload?.() as Promise<void>;
-  const second = big().reload?.() as Promise<void>;
-  await expect(second).rejects.toBeInstanceOf(ProviderBusyError);
-  await expect(second).rejects.toThrow(/provider 'big' is already reloading/);
+  const first = reloadThroughActor("big");
+  const second = reloadThroughActor("big");
+  await expect(second).rejects.toBeInstanceOf(RefusedError);
+  await expect(second).rejects.toMatchObject({ guard: "providerIdle" });
   // While the first rebuild runs, names present before and after are always found.
   let done = false;
   void first.finally(() => (done = true));
@@ -121,6 +129,6 @@ test("a second reload while one runs is refused; queries meanwhile see a complet
   // The rebuild yields to the event loop, so queries were answered while it ran.
   expect(probes).toBeGreaterThan(0);
   expect(await blocked("second.example")).toBe(true);
-  // The gate is free again once the first reload has finished.
-  await expect(big().reload?.()).resolves.toBeUndefined();
+  // The actor takes a reload again once the first has finished.
+  await expect(reloadThroughActor("big")).resolves.toMatchObject({ rules: 100_000 });
 });

@@ -3,10 +3,18 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ProviderBusyError } from "../../src/plugins/providers/reload.js";
+import { ask as askActor } from "../../actors/ask.js";
+import { concernActor } from "../../actors/app.actor.js";
 import type { ProviderPlugin } from "../../src/registry/types.js";
 import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
+
+/** A reload as the API and reload_provider ask for it: through the provider's actor (one at a time). */
+function reloadThroughActor(tag: string): Promise<unknown> {
+  const actor = concernActor(s.app.actor.system, s.app.generation, tag);
+  if (!actor) throw new Error(`${tag} has no provider actor`);
+  return askActor(actor, { type: "PROVIDER.RELOAD" });
+}
 
 let s: RunningSluice;
 const lan = (): ProviderPlugin => s.app.runtime.live("lan")?.instance as ProviderPlugin;
@@ -76,8 +84,8 @@ test("a failed reload keeps the previous addresses", async () => {
 
 test("a second reload while one runs is refused", async () => {
   writeFileSync(join(s.dir, "lan.txt"), "127.0.0.1\n");
-  const first = lan().reload?.() as Promise<void>;
-  await expect(lan().reload?.()).rejects.toBeInstanceOf(ProviderBusyError);
+  const first = reloadThroughActor("lan");
+  await expect(reloadThroughActor("lan")).rejects.toMatchObject({ guard: "providerIdle" });
   await first;
   expect(await rcode("out.test")).toBe(4);
 });

@@ -1,62 +1,121 @@
-// Model-based test of the application lifecycle: @xstate/graph generates the shortest paths through
-// machines/app.machine.ts; each path is replayed against the real program (a child process) through
-// its HTTP API and its log, and after every step the app's observed state sequence must equal the
-// machine's. Events are limited, per state, to what an operator or the system can really cause.
+// Model-based test of the application lifecycle and reload status: @xstate/graph generates the
+// shortest paths through machines/app.machine.ts; each path is replayed against the real program
+// (a child process) through its HTTP API, its configuration file and its log. After every step the
+// observed app states and reload states must equal the machine's, every request the machine
+// refuses at a step that lasts must be refused by the API with the guard's code, and after every
+// swap DNS must answer with the new configuration.
 import net from "node:net";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getShortestPaths } from "@xstate/graph";
+import { enqueueActions, type AnyMachineSnapshot } from "xstate";
 import { afterAll, describe, expect, test } from "vitest";
-import { appMachine, type AppEvent } from "../../machines/app.machine.js";
+import { refusingGuard } from "../../actors/ask.js";
+import { appMachine, lifecycleState, type AppEvent, type Prepared } from "../../machines/app.machine.js";
+import type { RuntimeHost } from "../../machines/runtime.machine.js";
+import { GUARD_REFUSALS } from "../../src/api/guards.js";
 import { startCli } from "../helpers/cli.js";
+import { ask, rcodeOf } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 import { collapse, modelConfig, observedStates, statesAtLeast, until, writeSlowRules } from "./harness.js";
 
 type ModelEvent = AppEvent | { type: `xstate.${"done" | "error"}.actor.${string}`; output?: unknown; error?: unknown };
+type Snap = AnyMachineSnapshot & { context: import("../../machines/app.machine.js").AppContext };
+
+// The traversal never starts the runtime actors it spawns; their host is never called.
+const idleHost: RuntimeHost = { order: [], createPlugin: () => new Promise(() => {}), destroyPlugin: () => Promise.resolve(), start: () => Promise.resolve() };
 const done = (id: string, output?: unknown): ModelEvent => ({ type: `xstate.done.actor.${id}`, output });
 const fail = (id: string): ModelEvent => ({ type: `xstate.error.actor.${id}`, error: new Error(id) });
+const stops: ModelEvent[] = [{ type: "SHUTDOWN" }, { type: "RESTART" }];
 
-function eventsFor(state: string): ModelEvent[] {
-  switch (state) {
+/** What an operator or the system can really cause in each state. */
+function eventsFor(s: Snap): ModelEvent[] {
+  const c = s.context;
+  const building = c.building?.generation;
+  const gone = c.live.map((g: number): ModelEvent => ({ type: "RUNTIME.GONE", generation: g }));
+  switch (lifecycleState(s.value)) {
     case "starting":
       return [done("startApi"), fail("startApi")];
     case "initializing":
-      return [done("startRuntime", { version: "v" }), fail("startRuntime"), { type: "SHUTDOWN" }, { type: "RESTART" }];
+      // Reading the initial configuration is instant; requests land while its plugins are built.
+      if (building === undefined) return [done("prepare", { version: "v", host: idleHost })];
+      return [{ type: "RUNTIME.READY", generation: building }, { type: "RUNTIME.FAILED", generation: building, error: new Error("init") }, ...stops, { type: "RELOAD.REQUEST" }];
     case "serving":
-      return [{ type: "RELOAD.PENDING" }, { type: "SHUTDOWN" }, { type: "RESTART" }];
+      return [{ type: "RELOAD.REQUEST" }, ...stops];
     case "reloading":
-      return [done("reloadRuntime", { at: 1, version: "v" }), fail("reloadRuntime"), { type: "SHUTDOWN" }, { type: "RESTART" }];
+      if (building === undefined) return [done("prepare", { version: "v", host: idleHost }), fail("prepare")];
+      return [{ type: "RUNTIME.READY", generation: building }, { type: "RUNTIME.FAILED", generation: building, error: new Error("reload") }, ...stops];
     case "shutting_down":
     case "restarting":
-      return [done("stopRuntime")];
+      return JSON.stringify(s.value).includes("closing") ? [done("stopServices")] : gone;
     default:
       return [];
   }
 }
 
-const paths = getShortestPaths(appMachine, { events: (s) => eventsFor(String(s.value)) as never });
+/** States that differ only in counters the test cannot see are one state (at most 3 generations apart). */
+const serialize = (s: Snap): string =>
+  JSON.stringify([
+    s.value,
+    s.context.reload.status,
+    s.context.reload.last_success_ms !== null,
+    s.context.shutdownRequested,
+    s.context.restartRequested,
+    s.context.building !== null,
+    Math.min(s.context.generations, 3),
+  ]);
+
+// The traversal runs every branch in one actor system, where two branches that each build generation n
+// would register systemId runtime:<n> twice; the model spawns its (never started) runtimes by id only.
+const modelMachine = appMachine.provide({
+  actions: {
+    buildGeneration: enqueueActions(({ enqueue, context, event }) => {
+      const prepared = (event as unknown as { output: Prepared }).output;
+      const generation = context.generations + 1;
+      enqueue.assign({ generations: generation, building: { generation, version: prepared.version }, live: [...context.live, generation] });
+      enqueue.spawnChild("runtime", { id: `runtime:${generation}`, input: { generation, version: prepared.version, host: prepared.host } });
+    }),
+  },
+});
+
+const paths = getShortestPaths(modelMachine, {
+  input: { clock: () => 0, describe: String },
+  events: (s) => eventsFor(s as unknown as Snap) as never,
+  serializeState: (s) => serialize(s as unknown as Snap),
+});
 
 interface Step {
-  event: string;
+  event: ModelEvent;
   state: string;
-  /** state before the event */
+  reload: string;
+  /** Lifecycle state before the event. */
   from: string;
+  snapshot: Snap;
 }
+
+type ReloadOutcome = "ok" | "invalid" | "broken";
 
 /** What a path needs from the environment, decided before the process starts. */
 function scenario(steps: Step[]) {
-  const stopDuring = (state: string): boolean => steps.some((s) => s.from === state && (s.event === "SHUTDOWN" || s.event === "RESTART"));
+  const during = (state: string, types: string[]): boolean => steps.some((s) => s.from === state && types.includes(s.event.type));
+  // Each reload request's outcome: the first reload-ending step after it.
+  const outcomes: ReloadOutcome[] = [];
+  steps.forEach((s, i) => {
+    if (s.event.type !== "RELOAD.REQUEST") return;
+    const end = steps.slice(i + 1).find((x) => x.from === "reloading" && ["xstate.error.actor.prepare", "RUNTIME.READY", "RUNTIME.FAILED"].includes(x.event.type));
+    outcomes.push(end?.event.type === "xstate.error.actor.prepare" ? "invalid" : end?.event.type === "RUNTIME.FAILED" ? "broken" : "ok");
+  });
   return {
-    apiPortTaken: steps.some((s) => s.event === "xstate.error.actor.startApi"),
-    initFails: steps.some((s) => s.event === "xstate.error.actor.startRuntime"),
-    slowInit: stopDuring("initializing"),
-    slowReload: stopDuring("reloading"),
-    reloadOutcomes: steps.filter((s) => s.event.endsWith("actor.reloadRuntime")).map((s) => (s.event.startsWith("xstate.done") ? "ok" : "fail")),
+    apiPortTaken: steps.some((s) => s.event.type === "xstate.error.actor.startApi"),
+    initFails: steps.some((s) => s.from === "initializing" && s.event.type === "RUNTIME.FAILED"),
+    slowInit: during("initializing", ["SHUTDOWN", "RESTART", "RELOAD.REQUEST"]),
+    slowReload: during("reloading", ["SHUTDOWN", "RESTART"]) || steps.some((s) => s.state === "reloading" && s.reload === "in_progress"),
+    outcomes,
   };
 }
 
 const dir = tempDir();
-// Long enough that a stop request sent when the API is up lands while plugins are still being built.
+// Long enough that a request sent when the API is up lands while plugins are still being built.
 writeSlowRules(dir, 500_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -93,25 +152,27 @@ function processesMentioning(text: string): number[] {
   return found;
 }
 
-describe("app lifecycle model", () => {
-  test("the generator covers every state of the machine", () => {
-    const reached = new Set(paths.map((p) => String(p.state.value)));
-    expect(reached).toEqual(new Set(["starting", "initializing", "serving", "reloading", "shutting_down", "restarting", "stopped"]));
+const shortName = (e: ModelEvent): string => e.type.replace("xstate.", "").replace(".actor", "").replace("RUNTIME.", "");
+
+describe("app lifecycle and reload model", () => {
+  const cases = paths.map((p, i) => {
+    const steps: Step[] = [];
+    let from = "";
+    for (const s of p.steps) {
+      const snap = s.state as unknown as Snap;
+      const state = snap.status === "done" ? "stopped" : lifecycleState(snap.value);
+      steps.push({ event: s.event as ModelEvent, state, reload: snap.context.reload.status, from, snapshot: snap });
+      from = state;
+    }
+    return { name: `#${i} ${steps.slice(1).map((s) => `${shortName(s.event)}→${s.state}${s.reload !== "idle" ? `/${s.reload}` : ""}`).join(" ")}`, steps };
   });
 
-  const cases = paths
-    .map((p) => {
-      const steps: Step[] = [];
-      let from = "";
-      for (const s of p.steps) {
-        steps.push({ event: s.event.type, state: String(s.state.value), from });
-        from = String(s.state.value);
-      }
-      return steps;
-    })
-    // The machine must reach a final state for the process to be cleaned up by the path itself; paths that stop
-    // in the middle are still replayed, and the process is shut down afterwards.
-    .map((steps, i) => ({ name: `#${i} ` + steps.map((s) => `${s.event.replace("xstate.", "").replace(".actor", "")}→${s.state}`).join(" "), steps }));
+  test("the generator covers every state and every reload status, and reloads again after ok and failed", () => {
+    expect(new Set(cases.flatMap((c) => c.steps.map((s) => s.state)))).toEqual(new Set(["starting", "initializing", "serving", "reloading", "shutting_down", "restarting", "stopped"]));
+    expect(new Set(cases.flatMap((c) => c.steps.map((s) => s.reload)))).toEqual(new Set(["idle", "pending", "in_progress", "ok", "failed"]));
+    const again = (after: string): boolean => cases.some((c) => c.steps.some((s, i) => s.reload === after && c.steps.slice(i + 1).some((x) => x.reload === "in_progress")));
+    expect(again("ok") && again("failed")).toBe(true);
+  });
 
   test.each(cases)("$name", async ({ steps }) => {
     const sc = scenario(steps);
@@ -126,32 +187,70 @@ describe("app lifecycle model", () => {
     writeFileSync(file, modelConfig(dir, { apiListen, slow: sc.slowInit, broken: sc.initFails, answer: 1 }));
     const run = startCli(["-c", file]);
     let apiPort = 0;
+    let dnsPort = 0;
+    let answer = 1;
+    let nextAnswer = 1;
     const api = (path: string, method = "GET"): Promise<Response> => fetch(`http://127.0.0.1:${apiPort}${path}`, { method });
-    const expected: string[] = [];
-    let reloads = 0;
+    const apps: string[] = [];
+    const reloads: string[] = [];
+    let requests = 0;
+    let fileGood = !sc.initFails;
     let exit: { code: number | null } | null = null;
     void run.exited.then((e) => (exit = e));
+    /** Where the model refuses a request at a step that lasts, the API must refuse it with the guard's code. */
+    const checkRefusals = async (step: Step): Promise<void> => {
+      const lasting = (step.state === "initializing" && sc.slowInit && step.snapshot.context.building !== null) || (step.state === "reloading" && sc.slowReload && step.snapshot.context.building !== null);
+      if (!lasting || apiPort === 0) return;
+      for (const [type, path] of [["RELOAD.REQUEST", "/api/reload"], ["SHUTDOWN", "/api/shutdown"], ["RESTART", "/api/restart"]] as const) {
+        if (step.snapshot.can({ type })) continue;
+        const guard = refusingGuard(step.snapshot, { type });
+        const res = await api(path, "POST");
+        expect(res.status, `${path} refused by ${guard}`).toBe(type === "RELOAD.REQUEST" && guard === "notStopping" ? 503 : 409);
+        expect(await res.json()).toMatchObject({ ok: false, code: GUARD_REFUSALS[guard ?? ""]?.code });
+      }
+    };
     try {
       for (const step of steps) {
-        switch (step.event) {
-          case "xstate.init":
+        const type = step.event.type;
+        if (String(type) === "xstate.init") {
+          apps.push(step.state);
+          reloads.push(step.reload);
+          continue;
+        }
+        switch (type) {
+          case "RUNTIME.GONE":
             break;
           case "xstate.done.actor.startApi":
             apiPort = Number((await run.waitForLog((l) => l.msg === "management API listening")).port);
             break;
           case "xstate.error.actor.startApi":
-          case "xstate.done.actor.stopRuntime":
+          case "xstate.done.actor.stopServices":
             await until("the process to exit", () => exit !== null);
             break;
-          case "xstate.done.actor.startRuntime":
-            await run.waitForLog((l) => l.msg === "sluice started");
+          case "xstate.done.actor.prepare":
             break;
-          case "xstate.error.actor.startRuntime":
-            await run.waitForLog((l) => l.msg === "startup failed");
+          case "xstate.error.actor.prepare":
+            await run.waitForLog((l) => typeof l.msg === "string" && l.msg.startsWith("reload failed"));
+            break;
+          case "RUNTIME.READY": {
+            if (step.from === "initializing") {
+              await run.waitForLog((l) => l.msg === "sluice started");
+              dnsPort = Number((await run.waitForLog((l) => l.msg === "udp server listening")).port);
+            } else {
+              await until("reload success", () => run.logs.filter((l) => l.msg === "reload succeeded").length >= requests);
+              answer = nextAnswer;
+            }
+            // The generation that just became current answers (unless a stop asked for meanwhile is already under way).
+            const c = step.snapshot.context;
+            if (!c.shutdownRequested && !c.restartRequested) expect(rcodeOf(await ask(dnsPort, "any.example", "A"))).toBe(answer);
+            break;
+          }
+          case "RUNTIME.FAILED":
+            await run.waitForLog((l) => (step.from === "initializing" ? l.msg === "startup failed" : typeof l.msg === "string" && l.msg.startsWith("reload failed")));
             break;
           case "SHUTDOWN":
           case "RESTART": {
-            const res = await api(step.event === "SHUTDOWN" ? "/api/shutdown" : "/api/restart", "POST");
+            const res = await api(type === "SHUTDOWN" ? "/api/shutdown" : "/api/restart", "POST");
             expect(res.status).toBe(202);
             if (step.from === "initializing" || step.from === "reloading") {
               // Deferred: the work under way finishes first, and the control record says a stop is coming.
@@ -160,37 +259,39 @@ describe("app lifecycle model", () => {
             }
             break;
           }
-          case "RELOAD.PENDING": {
-            const outcome = sc.reloadOutcomes[reloads++];
-            writeFileSync(file, modelConfig(dir, { apiListen: `127.0.0.1:${apiPort}`, slow: sc.slowReload, broken: outcome === "fail", answer: 2 }));
+          case "RELOAD.REQUEST": {
+            const outcome = sc.outcomes[requests++];
+            nextAnswer = requests + 1;
+            fileGood = outcome === "ok";
+            writeFileSync(file, modelConfig(dir, { apiListen: `127.0.0.1:${apiPort}`, slow: sc.slowReload, broken: outcome === "broken", invalid: outcome === "invalid", answer: nextAnswer }));
             expect((await api("/api/reload", "POST")).status).toBe(202);
             break;
           }
-          case "xstate.done.actor.reloadRuntime":
-            await run.waitForLog((l) => l.msg === "reload succeeded");
-            break;
-          case "xstate.error.actor.reloadRuntime":
-            await run.waitForLog((l) => typeof l.msg === "string" && l.msg.startsWith("reload failed"));
-            break;
           default:
-            throw new Error(`no adapter for ${step.event}`);
+            throw new Error(`no adapter for ${type}`);
         }
-        expected.push(step.state);
-        const want = collapse(expected);
-        expect((await statesAtLeast(run, "app", want)).slice(0, want.length)).toEqual(want);
+        apps.push(step.state);
+        reloads.push(step.reload);
+        const wantApp = collapse(apps);
+        expect((await statesAtLeast(run, "app", wantApp)).slice(0, wantApp.length)).toEqual(wantApp);
+        // The log shows reload states from the first change on (idle is where every process starts).
+        const wantReload = collapse(reloads).filter((s, i) => i > 0 || s !== "idle");
+        if (wantReload.length > 0) expect((await statesAtLeast(run, "reload", wantReload)).slice(0, wantReload.length)).toEqual(wantReload);
+        await checkRefusals(step);
       }
       const final = steps[steps.length - 1];
       if (final.state === "stopped") {
         expect(exit).not.toBeNull();
-        const failed = steps.some((s) => s.event.startsWith("xstate.error.actor.start"));
+        const failed = steps.some((s) => s.event.type === "xstate.error.actor.startApi" || (s.from === "initializing" && s.event.type === "RUNTIME.FAILED"));
         expect(exit!.code, run.stderr()).toBe(failed ? 1 : 0);
         if (steps.some((s) => s.state === "restarting")) {
           await run.waitForLog((l) => l.msg === "restarted: the replacement process is running");
-          // The replacement runs the same command line: it starts and serves again.
-          await until("the replacement to start", () => run.logs.filter((l) => l.msg === "sluice started").length >= 2);
+          // The replacement runs the same command line: it starts and serves again, if the file it reads is good.
+          if (fileGood) await until("the replacement to start", () => run.logs.filter((l) => l.msg === "sluice started").length >= 2);
+          else await run.waitForLog((l) => l.msg === "startup failed");
         }
         // After a restart the replacement logs to the same output; only this process's states are compared.
-        expect(observedStates(run, "app").slice(0, collapse(expected).length)).toEqual(collapse(expected));
+        expect(observedStates(run, "app").slice(0, collapse(apps).length)).toEqual(collapse(apps));
       }
     } finally {
       blocker?.close();

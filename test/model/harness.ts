@@ -12,9 +12,11 @@ export function writeSlowRules(dir: string, lines: number): void {
 
 /**
  * A configuration with an API and a UDP server. `slow` adds the big rule file; `broken` adds a hosts
- * plugin whose file is missing, created after the big set, so the build fails late.
+ * plugin whose file is missing, created after the big set, so the build fails late; `invalid` names
+ * a plugin type that does not exist, so the configuration is refused before anything is built.
  */
-export function modelConfig(dir: string, opts: { apiListen: string; slow: boolean; broken: boolean; answer: number }): string {
+export function modelConfig(dir: string, opts: { apiListen: string; slow: boolean; broken: boolean; answer: number; invalid?: boolean }): string {
+  if (opts.invalid) return `api:\n  http: "${opts.apiListen}"\nplugins:\n  - { tag: nope, type: no_such_type }\n`;
   return `
 api:
   http: "${opts.apiListen}"

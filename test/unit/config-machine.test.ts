@@ -1,14 +1,14 @@
-// The config machine on its own: one save at a time (saveIdle), results kept per request id.
-import { createActor, fromPromise, waitFor } from "xstate";
+// The config machine on its own: one save at a time (saveIdle), each answer delivered to its asker.
+import { createActor, fromPromise } from "xstate";
 import { expect, test } from "vitest";
-import { configMachine, KEPT_RESULTS, type SaveRequest, type SaveResult } from "../../machines/config.machine.js";
+import { ask, RefusedError } from "../../actors/ask.js";
+import { configMachine, type SaveRequest, type SaveResult } from "../../machines/config.machine.js";
 
-const request = (id: string): SaveRequest => ({ requestId: id, content: "plugins: []\n", baseVersion: null, validate: true });
+const request = (content: string): SaveRequest => ({ content, baseVersion: null, validate: true });
 const saved = (input: SaveRequest): SaveResult => ({
-  requestId: input.requestId,
   ok: true,
   path: "/etc/sluice.yaml",
-  version: `v-${input.requestId}`,
+  version: `v-${input.content}`,
   updated_at_ms: 1,
   plugin_count: 0,
   init_order: [],
@@ -16,31 +16,30 @@ const saved = (input: SaveRequest): SaveResult => ({
   diagnostic_details: [],
 });
 
-test("a SAVE is refused while another runs, and each result is kept under its request id", async () => {
+test("a SAVE is refused by saveIdle while another runs; each asker gets its own result", async () => {
   const finishers: (() => void)[] = [];
   const actor = createActor(
     configMachine.provide({
       actors: { save: fromPromise<SaveResult, SaveRequest>(({ input }) => new Promise((resolve) => finishers.push(() => resolve(saved(input))))) },
     }),
   ).start();
-  const a = { type: "SAVE" as const, request: request("a") };
-  expect(actor.getSnapshot().can(a)).toBe(true);
-  actor.send(a);
+  const first = ask(actor, { type: "SAVE", request: request("a") });
   expect(actor.getSnapshot().value).toBe("saving");
-  expect(actor.getSnapshot().context.saving).toBe("a");
-  const b = { type: "SAVE" as const, request: request("b") };
-  expect(actor.getSnapshot().can(b)).toBe(false);
-  actor.send(b); // ignored, not queued
+  const second = ask(actor, { type: "SAVE", request: request("b") });
+  await expect(second).rejects.toBeInstanceOf(RefusedError);
+  await expect(second).rejects.toMatchObject({ guard: "saveIdle" });
   await new Promise((r) => setTimeout(r, 0));
   expect(finishers).toHaveLength(1);
   finishers[0]();
-  const snap = await waitFor(actor, (s) => s.matches("idle"));
-  expect(snap.context.saving).toBeNull();
-  expect(snap.context.results.map((r) => r.requestId)).toEqual(["a"]);
-  expect(snap.can(b)).toBe(true);
+  await expect(first).resolves.toMatchObject({ ok: true, version: "v-a" });
+  expect(actor.getSnapshot().value).toBe("idle");
+  const third = ask(actor, { type: "SAVE", request: request("c") });
+  await new Promise((r) => setTimeout(r, 0));
+  finishers[1]();
+  await expect(third).resolves.toMatchObject({ version: "v-c" });
 });
 
-test("a save that throws becomes a config_save_failed result for that request; results stay bounded", async () => {
+test("a save that throws rejects its asker with the error and the actor is idle again", async () => {
   let calls = 0;
   const actor = createActor(
     configMachine.provide({
@@ -49,14 +48,7 @@ test("a save that throws becomes a config_save_failed result for that request; r
       },
     }),
   ).start();
-  actor.send({ type: "SAVE", request: request("boom") });
-  let snap = await waitFor(actor, (s) => s.matches("idle"));
-  expect(snap.context.results[0]).toMatchObject({ requestId: "boom", ok: false, status: 500, code: "config_save_failed" });
-  expect(String((snap.context.results[0] as { message: string }).message)).toMatch(/disk on fire/);
-  for (let i = 0; i < KEPT_RESULTS + 5; i++) {
-    actor.send({ type: "SAVE", request: request(`r${i}`) });
-    snap = await waitFor(actor, (s) => s.matches("idle") && s.context.results.some((r) => r.requestId === `r${i}`));
-  }
-  expect(snap.context.results).toHaveLength(KEPT_RESULTS);
-  expect(snap.context.results[KEPT_RESULTS - 1].requestId).toBe(`r${KEPT_RESULTS + 4}`);
+  await expect(ask(actor, { type: "SAVE", request: request("boom") })).rejects.toThrow(/disk on fire/);
+  expect(actor.getSnapshot().value).toBe("idle");
+  await expect(ask(actor, { type: "SAVE", request: request("ok") })).resolves.toMatchObject({ ok: true });
 });

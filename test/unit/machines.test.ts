@@ -1,108 +1,141 @@
-// The control-plane machines on their own: guards and transitions, no I/O.
-import { getShortestPaths } from "@xstate/graph";
-import { createActor, fromPromise, waitFor } from "xstate";
+// The control-plane machines on their own (fake hosts, no sockets): the app's lifecycle and reload
+// status, the runtime's plugin ordering, and which named guard refuses what.
+import { createActor, fromPromise, waitFor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
 import { expect, test } from "vitest";
-import { appMachine, ReloadFailure, type ReloadOutcome } from "../../machines/app.machine.js";
-import { reloadMachine } from "../../machines/reload.machine.js";
-import { runtimeMachine } from "../../machines/runtime.machine.js";
+import { refusingGuard } from "../../actors/ask.js";
+import { appMachine, type Prepared, type PrepareInput } from "../../machines/app.machine.js";
+import type { CreatedPlugin } from "../../machines/plugin.machine.js";
+import { runtimeMachine, type RuntimeHost } from "../../machines/runtime.machine.js";
+import { providerMachine } from "../../machines/provider.machine.js";
 
-test("reload: a request is refused while one is pending or in progress", () => {
-  const a = createActor(reloadMachine).start();
-  expect(a.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(true);
-  a.send({ type: "RELOAD.REQUEST" });
-  expect(a.getSnapshot().value).toBe("pending");
-  expect(a.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(false);
-  a.send({ type: "RELOAD.START", at: 10, version: "v2" });
-  expect(a.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(false);
-  a.send({ type: "RELOAD.FAILED", at: 20, error: "boom" });
-  expect(a.getSnapshot().value).toBe("failed");
-  expect(a.getSnapshot().context).toMatchObject({ last_started_ms: 10, last_completed_ms: 20, last_error: "boom", target_version: "v2" });
-  a.send({ type: "RELOAD.REQUEST" });
-  expect(a.getSnapshot().context.last_error).toBeNull();
-});
-
-test("reload: every state is reachable", () => {
-  const paths = getShortestPaths(reloadMachine, {
-    events: [
-      { type: "RELOAD.REQUEST" },
-      { type: "RELOAD.START", at: 1, version: "v" },
-      { type: "RELOAD.SUCCEEDED", at: 2, version: "v" },
-      { type: "RELOAD.FAILED", at: 2, error: "e" },
-    ],
-  });
-  expect(new Set(paths.map((p) => String(p.state.value)))).toEqual(new Set(["idle", "pending", "in_progress", "ok", "failed"]));
-});
-
-test("app: starts, serves, reloads on request, and defers a shutdown asked during a reload", async () => {
-  let finishReload: (() => void) | null = null;
-  const machine = appMachine.provide({
-    actors: {
-      startRuntime: fromPromise(() => Promise.resolve({ version: "v1" })),
-      reloadRuntime: fromPromise(() => new Promise((resolve) => (finishReload = () => resolve({ at: 5, version: "v2" })))),
+/** A runtime whose plugins are made and destroyed instantly, recording the order. */
+function fakeRuntime(order: string[], log: string[], opts: { failOn?: string; concern?: boolean } = {}): RuntimeHost {
+  return {
+    order,
+    createPlugin: (tag): Promise<CreatedPlugin> => {
+      log.push(`create ${tag}`);
+      if (tag === opts.failOn) return Promise.reject(new Error(`${tag} broke`));
+      const concern = opts.concern ? { id: `provider:${tag}`, logic: providerMachine, input: { tag, rules: 1 } } : null;
+      return Promise.resolve({ type: "t", kind: "provider", concern });
     },
-  });
-  const app = createActor(machine).start();
-  await waitFor(app, (s) => s.matches("serving"));
-  const reload = app.system.get("reload") as ReturnType<typeof createActor<typeof reloadMachine>>;
-  expect(reload.getSnapshot().context.running_version).toBe("v1");
-  reload.send({ type: "RELOAD.REQUEST" });
-  await waitFor(app, (s) => s.matches("reloading"));
-  reload.send({ type: "RELOAD.START", at: 4, version: "v2" });
-  app.send({ type: "SHUTDOWN" });
-  expect(app.getSnapshot().value).toBe("reloading");
-  finishReload!();
-  await waitFor(app, (s) => s.status === "done");
-  expect(reload.getSnapshot().value).toBe("ok");
-  expect(app.getSnapshot().output).toEqual({ restart: false, error: null });
+    destroyPlugin: (tag) => {
+      log.push(`destroy ${tag}`);
+      return Promise.resolve();
+    },
+    start: () => {
+      log.push("start");
+      return Promise.resolve();
+    },
+  };
+}
+
+const input = { clock: () => 1000, describe: (e: unknown) => (e instanceof Error ? e.message : String(e)) };
+
+/** An app whose every configuration is `order`, except that reload n can be told to fail or hang. */
+function fakeApp(order: string[], log: string[], prepare?: (p: PrepareInput) => Promise<Prepared>) {
+  return createActor(
+    appMachine.provide({
+      actors: {
+        startApi: fromPromise(() => Promise.resolve()),
+        prepare: fromPromise(({ input: p }: { input: PrepareInput }) => (prepare ? prepare(p) : Promise.resolve({ version: `v${p.generation}`, host: fakeRuntime(order, log) }))),
+        stopServices: fromPromise(() => Promise.resolve()),
+      },
+    }),
+    { input },
+  );
+}
+
+test("runtime: plugins are created one at a time in order, servers start last, and retiring destroys them newest first", async () => {
+  const log: string[] = [];
+  const parent = createActor(appMachine, { input }); // only a parent for sendParent
+  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v", host: fakeRuntime(["a", "b", "c"], log) }, parent: parent as unknown as AnyActorRef }).start();
+  await waitFor(rt, (s) => s.matches("active"));
+  expect(log).toEqual(["create a", "create b", "create c", "start"]);
+  rt.send({ type: "RUNTIME.RETIRE" });
+  await waitFor(rt, (s) => s.status === "done");
+  expect(log.slice(4)).toEqual(["destroy c", "destroy b", "destroy a"]);
 });
 
-test("app: a failed reload reports its reason and time; restart ends with restart=true", async () => {
-  const machine = appMachine.provide({
-    actors: { reloadRuntime: fromPromise(() => Promise.reject(new ReloadFailure("bad config", 42))) },
-  });
-  const app = createActor(machine).start();
-  await waitFor(app, (s) => s.matches("serving"));
-  const reload = app.system.get("reload") as ReturnType<typeof createActor<typeof reloadMachine>>;
-  reload.send({ type: "RELOAD.REQUEST" });
-  reload.send({ type: "RELOAD.START", at: 41, version: null });
-  await waitFor(reload, (s) => s.matches("failed"));
-  expect(reload.getSnapshot().context).toMatchObject({ last_error: "bad config", last_completed_ms: 42 });
+test("runtime: a plugin that fails unwinds the ones already made, newest first, and the runtime fails", async () => {
+  const log: string[] = [];
+  const parent = createActor(appMachine, { input });
+  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v", host: fakeRuntime(["a", "b", "c"], log, { failOn: "c" }) }, parent: parent as unknown as AnyActorRef }).start();
+  await waitFor(rt, (s) => s.status === "done");
+  expect(rt.getSnapshot().value).toBe("failed");
+  expect(rt.getSnapshot().context.error).toBe("c broke");
+  expect(log).toEqual(["create a", "create b", "create c", "destroy b", "destroy a"]);
+});
+
+test("plugin: a concern actor runs beside a ready plugin and stops when the plugin is destroyed", async () => {
+  const log: string[] = [];
+  const parent = createActor(appMachine, { input });
+  const rt = createActor(runtimeMachine, { input: { generation: 7, version: "v", host: fakeRuntime(["p"], log, { concern: true }) }, parent: parent as unknown as AnyActorRef }).start();
+  await waitFor(rt, (s) => s.matches("active"));
+  const concern = rt.system.get("runtime:7/plugin:p/provider:p") as AnyActorRef | undefined;
+  expect(concern?.getSnapshot().value).toBe("idle");
+  rt.send({ type: "RUNTIME.RETIRE" });
+  await waitFor(rt, (s) => s.status === "done");
+  expect(concern?.getSnapshot().status).toBe("stopped");
+  expect(rt.system.get("runtime:7/plugin:p/provider:p")).toBeUndefined();
+});
+
+test("app: starts, serves, reloads on request, and carries out a shutdown asked during a reload once it is done", async () => {
+  const log: string[] = [];
+  let release: (() => void) | null = null;
+  const app = fakeApp(["x"], log, (p) => {
+    const prepared = { version: `v${p.generation}`, host: fakeRuntime(["x"], log) };
+    return p.initial ? Promise.resolve(prepared) : new Promise((resolve) => (release = () => resolve(prepared)));
+  }).start();
+  await waitFor(app, (s) => s.matches({ running: "serving" }));
+  expect(app.getSnapshot().context).toMatchObject({ current: 1, reload: { status: "idle", running_version: "v1" } });
+  app.send({ type: "RELOAD.REQUEST" });
+  await waitFor(app, (s) => s.matches({ running: "reloading" }));
+  expect(app.getSnapshot().context.reload.status).toBe("in_progress");
+  app.send({ type: "SHUTDOWN" });
+  expect(app.getSnapshot().matches({ running: "reloading" })).toBe(true);
+  (release as unknown as () => void)();
+  await waitFor(app, (s) => s.status === "done");
+  expect(app.getSnapshot().context.reload).toMatchObject({ status: "ok", running_version: "v2", last_success_ms: 1000 });
+  expect(app.getSnapshot().output).toEqual({ restart: false, error: null });
+  // Generation 1 was retired by the swap, generation 2 by the shutdown.
+  expect(log.filter((l) => l.startsWith("destroy"))).toEqual(["destroy x", "destroy x"]);
+});
+
+test("app: a failed reload keeps the running generation and records why; restart ends with restart=true", async () => {
+  const log: string[] = [];
+  const app = fakeApp(["x"], log, (p) => (p.initial ? Promise.resolve({ version: "v1", host: fakeRuntime(["x"], log) }) : Promise.reject(new Error("bad config")))).start();
+  await waitFor(app, (s) => s.matches({ running: "serving" }));
+  app.send({ type: "RELOAD.REQUEST" });
+  await waitFor(app, (s) => s.context.reload.status === "failed");
+  expect(app.getSnapshot().context).toMatchObject({ current: 1, reload: { last_error: "bad config", last_completed_ms: 1000, running_version: "v1" } });
   app.send({ type: "RESTART" });
   await waitFor(app, (s) => s.status === "done");
   expect(app.getSnapshot().output).toEqual({ restart: true, error: null });
 });
 
-test("runtime: plugin children follow their own lifecycle", () => {
-  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v" } }).start();
-  rt.send({ type: "PLUGIN.CREATING", tag: "main", type_name: "sequence", kind: "executor" });
-  rt.send({ type: "PLUGIN.READY", tag: "main" });
-  rt.send({ type: "RUNTIME.ACTIVE" });
-  const child = rt.getSnapshot().children["plugin:main"];
-  expect(child?.getSnapshot().value).toBe("ready");
-  expect(rt.getSnapshot().context.plugins).toBe(1);
+test("app: a generation that fails to build is refused beside the running one, which keeps serving", async () => {
+  const log: string[] = [];
+  const app = fakeApp(["x"], log, (p) => Promise.resolve({ version: `v${p.generation}`, host: fakeRuntime(["x", "y"], log, p.initial ? {} : { failOn: "y" }) })).start();
+  await waitFor(app, (s) => s.matches({ running: "serving" }));
+  app.send({ type: "RELOAD.REQUEST" });
+  await waitFor(app, (s) => s.context.reload.status === "failed" && s.context.live.length === 1);
+  expect(app.getSnapshot().context).toMatchObject({ current: 1, reload: { last_error: "y broke" } });
 });
 
-test("app: a reload can be requested while starting, serving or reloading, never once stopping", async () => {
-  const machine = appMachine.provide({
-    actors: {
-      // Like the real procedure: marks the reload started, then never finishes (the app stays reloading).
-      reloadRuntime: fromPromise(({ system }) => {
-        (system.get("reload") as ReturnType<typeof createActor<typeof reloadMachine>>).send({ type: "RELOAD.START", at: 1, version: "v" });
-        return new Promise<ReloadOutcome>(() => {});
-      }),
-      stopRuntime: fromPromise(() => new Promise<void>(() => {})),
-    },
-  });
-  const reloading = createActor(machine).start();
-  expect(reloading.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(true);
-  await waitFor(reloading, (s) => s.matches("serving"));
-  reloading.send({ type: "RELOAD.REQUEST" });
-  await waitFor(reloading, (s) => s.matches("reloading"));
-  expect(reloading.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(true);
-
-  const stopping = createActor(machine).start();
-  await waitFor(stopping, (s) => s.matches("serving"));
-  stopping.send({ type: "SHUTDOWN" });
-  expect(stopping.getSnapshot().value).toBe("shutting_down");
-  expect(stopping.getSnapshot().can({ type: "RELOAD.REQUEST" })).toBe(false);
+test("guards: the refusing guard is named for every refused control request", async () => {
+  const log: string[] = [];
+  const app = fakeApp(["x"], log, (p) => (p.initial ? Promise.resolve({ version: "v1", host: fakeRuntime(["x"], log) }) : new Promise<Prepared>(() => {}))).start();
+  const refused = (type: "SHUTDOWN" | "RESTART" | "RELOAD.REQUEST"): string | null => {
+    const snap = app.getSnapshot() as unknown as AnyMachineSnapshot;
+    return snap.can({ type }) ? null : refusingGuard(snap, { type });
+  };
+  expect(refused("RELOAD.REQUEST")).toBeNull(); // starting: accepted, runs once serving
+  await waitFor(app, (s) => s.matches({ running: "serving" }));
+  app.send({ type: "RELOAD.REQUEST" });
+  await waitFor(app, (s) => s.matches({ running: "reloading" }));
+  expect(refused("RELOAD.REQUEST")).toBe("reloadIdle");
+  app.send({ type: "SHUTDOWN" });
+  expect(refused("SHUTDOWN")).toBe("noStopRequested");
+  expect(refused("RESTART")).toBe("noStopRequested");
+  expect(refused("RELOAD.REQUEST")).toBe("notStopping");
 });

@@ -1,21 +1,22 @@
 // Configuration routes: read the file, save it (through the config actor, one save at a time),
 // check the file on disk, and validate text from the request body.
 
-import { randomUUID } from "node:crypto";
 import { open } from "node:fs/promises";
 import { Ajv } from "ajv";
 import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
-import { waitFor } from "xstate";
+import { ActorGoneError, ask, RefusedError } from "../../../actors/ask.js";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../../machines/config.machine.js";
-import type { App } from "../../app/app.js";
-import { fileVersion } from "../../app/config-save.js";
+import { fileVersion } from "../../config/save.js";
 import { ConfigError } from "../../config/diagnostics.js";
 import { loadConfigFile, loadConfigText, withoutBom } from "../../config/load.js";
 import { diagnosticReport, problemSummary } from "../../config/report.js";
 import { analyzeConfig, type Analysis } from "../../registry/analyze.js";
-import { ApiError, errorSchema } from "../errors.js";
-import { reloadRecord, requestReload, type ReloadRecord } from "../records.js";
+import { ApiError, errorResponses, errorSchema } from "../errors.js";
+import { refusalError } from "../guards.js";
+import type { ApiHost } from "../host.js";
+import { reloadRecord, type ReloadRecord } from "../records.js";
 import type { RouteContext } from "../server.js";
+import { controlApp } from "./control.js";
 
 interface SaveBody {
   format?: string;
@@ -88,8 +89,8 @@ function validBody(source: "file" | "body", path: string | null, analysis: Analy
   return { ok: true, source, path, plugin_count: analysis.plugins.length, dependency_graph: analysis.graph, message: "configuration is valid" };
 }
 
-function invalid(code: string, err: ConfigError): ApiError {
-  return new ApiError(400, code, `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) });
+function invalid(code: "config_validate_failed" | "config_check_failed", err: ConfigError): ApiError {
+  return new ApiError(code, `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) });
 }
 
 /** Reads the file once through one descriptor, so text and mtime belong to the same file even mid-save. */
@@ -103,37 +104,36 @@ async function readConfigFile(path: string): Promise<{ content: string; mtimeMs:
   }
 }
 
-/** Sends SAVE to the config actor and waits for this request's result. */
-async function runSave(app: App, request: SaveRequest): Promise<SaveResult> {
-  const actor = app.configActor;
-  if (actor.getSnapshot().status !== "active") throw new ApiError(503, "config_save_unavailable", "the application is stopping; the configuration cannot be saved now");
-  const event = { type: "SAVE" as const, request };
-  if (!actor.getSnapshot().can(event)) throw new ApiError(409, "config_save_busy", "another save is in progress; retry once it has finished");
-  actor.send(event);
+/** Asks the config actor to save (refused while another save runs) and waits for the result. */
+async function runSave(host: ApiHost, request: SaveRequest): Promise<SaveResult> {
   try {
-    const snap = await waitFor(actor, (s) => s.context.results.some((r) => r.requestId === request.requestId), { timeout: Infinity });
-    return snap.context.results.find((r) => r.requestId === request.requestId) as SaveResult;
-  } catch {
-    throw new ApiError(503, "config_save_unavailable", "the application stopped before the save finished; GET /api/config shows what the file holds");
+    return (await ask(host.configActor, { type: "SAVE", request })) as SaveResult;
+  } catch (err) {
+    if (err instanceof ActorGoneError) throw new ApiError("config_save_unavailable", "the application is stopping; GET /api/config shows what the file holds");
+    if (err instanceof RefusedError) throw refusalError(err);
+    throw new ApiError("config_save_failed", `saving the configuration failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
-/** Asks for a reload after a save; the file is already written either way. */
-function reloadAfterSave(app: App, saved: SaveSuccess): ReloadRecord {
-  const extra = { path: saved.path, version: saved.version, updated_at_ms: saved.updated_at_ms, saved: true };
-  const outcome = requestReload(app);
-  if (outcome === "stopping") {
-    throw new ApiError(503, "shutting_down", "the configuration was saved, but the application is stopping, so no reload was requested", extra);
+/** Asks for a reload after a save; the file is already written either way, which the error says. */
+function reloadAfterSave(host: ApiHost, saved: SaveSuccess): ReloadRecord {
+  try {
+    controlApp(host, { type: "RELOAD.REQUEST" });
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    throw new ApiError(err.code, `the configuration was saved, but no reload was requested: ${err.message}`, {
+      path: saved.path,
+      version: saved.version,
+      updated_at_ms: saved.updated_at_ms,
+      saved: true,
+    });
   }
-  if (outcome === "busy") {
-    throw new ApiError(409, "reload_busy", "the configuration was saved, but a reload is already pending or in progress, so no new reload was requested", extra);
-  }
-  return reloadRecord(app);
+  return reloadRecord(host);
 }
 
-export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext): void {
-  const configPath = (): string => app.config.path as string;
-  const env = (): NodeJS.ProcessEnv => app.options.env ?? process.env;
+export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContext): void {
+  const configPath = (): string => host.configPath();
+  const env = (): NodeJS.ProcessEnv => host.env;
 
   api.get(
     "/api/config",
@@ -144,7 +144,7 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
       try {
         file = await readConfigFile(path);
       } catch (err) {
-        throw new ApiError(500, "config_read_failed", `cannot read the configuration file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+        throw new ApiError("config_read_failed", `cannot read the configuration file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
       }
       return { ok: true, path, format: "yaml", content: file.content, version: fileVersion(file.content), updated_at_ms: Math.trunc(file.mtimeMs) };
     },
@@ -157,16 +157,19 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
         summary: "Save the configuration file (atomically; optionally reload)",
         tags: ["config"],
         body: saveBodySchema,
-        response: { 200: savedSchema, 400: errorSchema, 409: errorSchema, 500: errorSchema, 503: errorSchema },
+        response: {
+          200: savedSchema,
+          ...errorResponses("config_validate_failed", "config_conflict", "config_save_failed", "config_save_unavailable"),
+        },
       },
       validatorCompiler: strictBody,
     },
     async (req) => {
       const body = req.body as SaveBody;
-      if (body.format !== undefined && body.format !== "yaml") throw new ApiError(400, "unsupported_config_format", `format must be yaml, not '${body.format}'`);
-      const result = await runSave(app, { requestId: randomUUID(), content: body.content, baseVersion: body.base_version ?? null, validate: body.validate });
-      if (!result.ok) throw new ApiError(result.status, result.code, result.message, result.extra);
-      const reload = body.reload ? reloadAfterSave(app, result) : null;
+      if (body.format !== undefined && body.format !== "yaml") throw new ApiError("unsupported_config_format", `format must be yaml, not '${body.format}'`);
+      const result = await runSave(host, { content: body.content, baseVersion: body.base_version ?? null, validate: body.validate });
+      if (!result.ok) throw new ApiError(result.code, result.message, result.extra);
+      const reload = body.reload ? reloadAfterSave(host, result) : null;
       return {
         ok: true,
         path: result.path,
@@ -189,7 +192,7 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
     () => {
       const path = configPath();
       try {
-        return validBody("file", path, analyzeConfig(loadConfigFile(path, { env: env() }), app.catalog));
+        return validBody("file", path, analyzeConfig(loadConfigFile(path, { env: env() }), host.catalog));
       } catch (err) {
         if (err instanceof ConfigError) throw invalid("config_check_failed", err);
         throw err;
@@ -213,7 +216,7 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
       (req) => {
         const text = configText(req.body, req.headers["content-type"]);
         try {
-          return validBody("body", null, analyzeConfig(loadConfigText(text, { env: env() }), app.catalog));
+          return validBody("body", null, analyzeConfig(loadConfigText(text, { env: env() }), host.catalog));
         } catch (err) {
           if (err instanceof ConfigError) throw invalid("config_validate_failed", err);
           throw err;
@@ -233,12 +236,12 @@ function configText(body: unknown, contentType: string | undefined): string {
   try {
     text = utf8.decode(bytes);
   } catch {
-    throw new ApiError(400, "invalid_utf8_body", "the request body is not valid UTF-8");
+    throw new ApiError("invalid_utf8_body", "the request body is not valid UTF-8");
   }
   const declaredJson = /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType ?? "");
   const envelope = jsonEnvelope(text, declaredJson);
   const yaml = envelope ? envelope.content : text;
-  if (yaml.trim().length === 0) throw new ApiError(400, "empty_config_body", "the request carries no configuration text");
+  if (yaml.trim().length === 0) throw new ApiError("empty_config_body", "the request carries no configuration text");
   return yaml;
 }
 
@@ -249,14 +252,14 @@ function jsonEnvelope(text: string, declaredJson: boolean): { content: string } 
     parsed = JSON.parse(text);
   } catch (err) {
     if (!declaredJson) return null; // YAML flow mappings start with "{" too
-    if (text.trim().length === 0) throw new ApiError(400, "empty_config_body", "the request carries no configuration text");
-    throw new ApiError(400, "invalid_request", `body is not valid JSON: ${(err as Error).message}`);
+    if (text.trim().length === 0) throw new ApiError("empty_config_body", "the request carries no configuration text");
+    throw new ApiError("invalid_request", `body is not valid JSON: ${(err as Error).message}`);
   }
   const obj = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
   if (!obj || typeof obj.content !== "string") {
     if (!declaredJson) return null;
-    throw new ApiError(400, "invalid_request", "body.content must be a string: a JSON body is {format: 'yaml', content: '<yaml text>'}");
+    throw new ApiError("invalid_request", "body.content must be a string: a JSON body is {format: 'yaml', content: '<yaml text>'}");
   }
-  if (obj.format !== undefined && obj.format !== "yaml") throw new ApiError(400, "unsupported_config_format", `format must be yaml, not ${JSON.stringify(obj.format)}`);
+  if (obj.format !== undefined && obj.format !== "yaml") throw new ApiError("unsupported_config_format", `format must be yaml, not ${JSON.stringify(obj.format)}`);
   return { content: obj.content };
 }

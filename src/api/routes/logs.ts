@@ -3,7 +3,7 @@
 
 import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HookHandlerDoneFunction } from "fastify";
-import type { App } from "../../app/app.js";
+import type { ApiHost } from "../host.js";
 import type { LogEntry, LogLevelName } from "../../observability/log-ring.js";
 import { ApiError, errorSchema } from "../errors.js";
 import { HEARTBEAT_MS, LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
@@ -61,11 +61,11 @@ const STREAM_DESCRIPTION =
   "on reconnect to receive the entries after that id still held in memory.";
 
 /** Open streams per app (each with its release function), for shutdown and for tests. */
-const openStreams = new WeakMap<App, Map<LogStreamConnection, () => void>>();
+const openStreams = new WeakMap<ApiHost, Map<LogStreamConnection, () => void>>();
 
 /** One record per open log stream of this app. */
-export function logStreamStats(app: App): LogStreamStats[] {
-  return [...(openStreams.get(app)?.keys() ?? [])].map((c) => c.stats());
+export function logStreamStats(host: ApiHost): LogStreamStats[] {
+  return [...(openStreams.get(host)?.keys() ?? [])].map((c) => c.stats());
 }
 
 function minLevel(level: LevelQuery): LogLevelName {
@@ -88,7 +88,7 @@ function queryError(req: FastifyRequest, problems: FastifySchemaValidationError[
   const why = allowed ? `must be one of ${allowed.join(", ")}` : (first?.message ?? "is invalid");
   const sent = (req.query as Record<string, unknown>)[name];
   const shown = typeof sent === "string" || typeof sent === "number" ? ` (got ${JSON.stringify(String(sent).slice(0, 40))})` : "";
-  return new ApiError(400, "invalid_query", `querystring.${name || "?"} ${why}${shown}`);
+  return new ApiError("invalid_query", `querystring.${name || "?"} ${why}${shown}`);
 }
 
 function rejectInvalid(req: FastifyRequest): void {
@@ -105,9 +105,9 @@ function acceptsEventStream(accept: string | undefined): boolean {
   });
 }
 
-export function registerLogRoutes(api: FastifyInstance, { app }: RouteContext): void {
+export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext): void {
   const streams = new Map<LogStreamConnection, () => void>();
-  openStreams.set(app, streams);
+  openStreams.set(host, streams);
 
   // Own scope: @fastify/sse must be loaded before these routes are added, and its hooks stay here.
   void api.register(async (scope) => {
@@ -123,7 +123,7 @@ export function registerLogRoutes(api: FastifyInstance, { app }: RouteContext): 
       (req) => {
         rejectInvalid(req);
         const { limit, level } = req.query as { limit: number; level: LevelQuery };
-        const entries = app.logRing.tail(limit, minLevel(level));
+        const entries = host.logRing.tail(limit, minLevel(level));
         return { ok: true, total: entries.length, entries };
       },
     );
@@ -145,20 +145,20 @@ export function registerLogRoutes(api: FastifyInstance, { app }: RouteContext): 
       },
       (req, reply) => {
         rejectInvalid(req);
-        if (!acceptsEventStream(req.headers.accept)) throw new ApiError(406, "not_acceptable", "this route only produces text/event-stream");
+        if (!acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
         const { tail, level } = req.query as { tail: number; level: LevelQuery };
         const conn = new LogStreamConnection(reply.raw, minLevel(level));
         reply.sse.keepAlive();
         reply.sse.sendHeaders();
         // Replay and subscribe in one synchronous step, so no entry falls between them.
-        for (const entry of replayEntries(app.logRing, reply.sse.lastEventId, tail, minLevel(level))) conn.offer(entry);
+        for (const entry of replayEntries(host.logRing, reply.sse.lastEventId, tail, minLevel(level))) conn.offer(entry);
         conn.heartbeat();
         const onLog = (entry: LogEntry): void => conn.offer(entry);
-        app.bus.on("log", onLog);
+        host.bus.on("log", onLog);
         const timer = setInterval(() => conn.heartbeat(), HEARTBEAT_MS);
         timer.unref();
         const release = (): void => {
-          app.bus.off("log", onLog);
+          host.bus.off("log", onLog);
           clearInterval(timer);
           conn.close();
           streams.delete(conn);

@@ -23,10 +23,12 @@ export const reloadProvider = definePlugin<ReloadProviderArgs, "executor">({
   check: (args) => argProblems(() => parseRefs(args)),
   dependencies: (args) => providerRefDependencies(() => parseRefs(args)),
   create(args, ctx) {
+    // Each reload goes through the provider's actor, so it never overlaps an API reload of the same provider.
     const targets = parseRefs(args).map((r) => {
       const provider: ProviderPlugin = ctx.provider(r.tag);
       if (typeof provider.reload !== "function") throw new ArgError(`provider '${r.tag}' cannot be reloaded`, r.at);
-      return { tag: r.tag, reload: provider.reload.bind(provider) };
+      const control = ctx.control(r.tag);
+      return { tag: r.tag, reload: () => control.ask({ type: "PROVIDER.RELOAD" }) };
     });
     const labels = { plugin_tag: ctx.tag };
     const m = ctx.services.metrics;

@@ -12,6 +12,7 @@ import { durationSchema, parseDuration } from "../../engine/duration.js";
 import { reverseNameToIp } from "../../engine/rules/reverse-name.js";
 import { isPromise, runNext, Step, type Continuation, type StepResult } from "../../engine/types.js";
 import type { Cell } from "../../observability/metrics.js";
+import { RouteError, textReply, type PluginRoute } from "../../registry/control.js";
 import { argProblems, ArgError, definePlugin, type ExecutorPlugin } from "../../registry/types.js";
 
 interface ReverseLookupArgs {
@@ -106,7 +107,24 @@ function ttlSeconds(ttl: number | string): number {
   return seconds;
 }
 
-export const reverseLookup = definePlugin<ReverseLookupArgs, "executor">({
+const lookupRoute: PluginRoute<ReverseLookupPlugin> = {
+  method: "GET",
+  path: "",
+  summary: "The name last seen answering with an IP: text/plain FQDN with a trailing dot; empty body when unknown",
+  invalidQuery: "invalid_ip",
+  errors: ["invalid_ip"],
+  schema: {
+    querystring: { type: "object", required: ["ip"], properties: { ip: { type: "string", minLength: 1, maxLength: 64, description: "IPv4 or IPv6 address" } } },
+    response: { 200: { type: "string" } },
+  },
+  handle(req, plugin) {
+    const ip = String(req.query.ip);
+    if (parseIP(ip.trim()) === null) throw new RouteError("invalid_ip", `'${ip}' is not an IP address`);
+    return textReply(plugin.view.lookup(ip) ?? "");
+  },
+};
+
+export const reverseLookup = definePlugin<ReverseLookupArgs, "executor", ReverseLookupPlugin>({
   type: "reverse_lookup",
   kind: "executor",
   feature: "core",
@@ -130,6 +148,7 @@ export const reverseLookup = definePlugin<ReverseLookupArgs, "executor">({
         throw new ArgError((err as Error).message, ["ttl"]);
       }
     }),
+  control: { routes: [lookupRoute] },
   create(args, ctx): ReverseLookupPlugin {
     const maxTtl = ttlSeconds(args.ttl);
     const labels = { plugin_tag: ctx.tag };

@@ -91,7 +91,8 @@ export const sequence = definePlugin<SequenceArgs, "executor">({
         rules.push({ matchers, action: executorAction(ex), continuation: ex.continuation === true, kind: "executor", tag });
       } else {
         const target = e.builtin === "jump" || e.builtin === "goto" ? ctx.executor(e.target) : null;
-        rules.push({ matchers, action: builtinAction(e, target), continuation: false, kind: "builtin", tag: e.builtin });
+        // goto ends this sequence with the target's result, whatever it is (Next included).
+        rules.push({ matchers, action: builtinAction(e, target), continuation: e.builtin === "goto", kind: "builtin", tag: e.builtin });
       }
     }
     return new CompiledSequence(ctx.tag, rules);

@@ -117,8 +117,6 @@ export class QueryHandler {
 
   private finish(ctx: DnsContext, step: Step, limit: number): Answer {
     this.done(ctx);
-    if (step === Step.Next) this.stats.completed.value++;
-    else this.stats.controlled.value++;
     let wire: Buffer;
     try {
       if (ctx.response === null) ctx.reply(RCODE.NOERROR);
@@ -128,11 +126,13 @@ export class QueryHandler {
       if (this.protocol === "udp") wire = fitUdp(wire, limit);
     } catch (err) {
       // A response we cannot encode is an executor failure as far as the client is concerned.
-      this.stats.completed.value--;
       this.stats.failed.value++;
       this.log.warn({ qname: ctx.qname, err: (err as Error).message }, "response could not be encoded; answering SERVFAIL");
       return this.servfail(ctx, limit);
     }
+    // Counted once the answer exists: an encode failure above counts as failed, never as both.
+    if (step === Step.Next) this.stats.completed.value++;
+    else this.stats.controlled.value++;
     return wire;
   }
 

@@ -150,7 +150,7 @@ export function restoreEntry(
   return {
     qname, qtype, qclass, bits, ecs, wire, ttls, qnameEnd, storedName, ttl, negative,
     cachedAt: at, freshUntil: Math.floor(freshUntil), expireAt: Math.floor(expireAt), lastAccess: at,
-    seq: 0, refreshing: false, prev: null, next: null, sibling: null,
+    seq: 0, born: 0, refreshing: false, prev: null, next: null, sibling: null,
   };
 }
 

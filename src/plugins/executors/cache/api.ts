@@ -1,15 +1,18 @@
-// What the cache's API routes return: entry rows and cursor paging over the recency list.
+// What the cache's API routes return: entry rows and cursor paging in insertion order.
 
 import { className, rcodeName, typeName } from "../../../dns/constants.js";
+import { decodeMessage } from "../../../dns/message.js";
+import { rrJson, type RrJson } from "../../../dns/rr-json.js";
 import { InvalidQueryError } from "./errors.js";
 import { entryId, KEY_CD, KEY_DO, keyString, parseKey } from "./key.js";
 import type { Entry } from "./store.js";
 
 export interface CacheEntryRow {
+  /** Names the entry in DELETE entries/<id>. */
   id: string;
   domain: string;
-  record_type: string;
-  dns_class: string;
+  qtype: string;
+  qclass: string;
   rcode: string;
   answer_count: number;
   authority_count: number;
@@ -21,12 +24,14 @@ export interface CacheEntryRow {
   remaining_ttl: number;
   fresh: boolean;
   stale: boolean;
-  cache_time_unix_ms: number;
-  expire_at_unix_ms: number;
-  last_access_unix_ms: number;
+  cached_at_ms: number;
+  expires_at_ms: number;
+  last_access_ms: number;
   do_bit: boolean;
   cd_bit: boolean;
   ecs: null | { family: 1 | 2; source_prefix: number; address: string };
+  /** The answer section as stored (TTLs as stored, capped at `ttl`). */
+  answers: RrJson[];
 }
 
 export interface CacheEntriesQuery {
@@ -49,6 +54,15 @@ export const MAX_PAGE = 500;
 /** Monotonic ms (performance.now()) → unix ms. */
 const unixMs = (mono: number): number => Math.round(performance.timeOrigin + mono);
 
+function answers(wire: Buffer): RrJson[] {
+  try {
+    return decodeMessage(wire).answers.map(rrJson);
+  } catch {
+    // Stored answers were validated when cached; a dump from elsewhere might not be.
+    return [];
+  }
+}
+
 export function entryRow(e: Entry, now: number): CacheEntryRow {
   const key = keyString(e);
   const subnet = parseKey(key)?.subnet ?? null;
@@ -60,8 +74,8 @@ export function entryRow(e: Entry, now: number): CacheEntryRow {
   return {
     id: entryId(key),
     domain: e.qname,
-    record_type: typeName(e.qtype),
-    dns_class: className(e.qclass),
+    qtype: typeName(e.qtype),
+    qclass: className(e.qclass),
     // Only NOERROR and NXDOMAIN are ever stored, so the header's low rcode bits are the whole rcode.
     rcode: rcodeName(w[3] & 0x0f),
     answer_count: an,
@@ -71,12 +85,13 @@ export function entryRow(e: Entry, now: number): CacheEntryRow {
     remaining_ttl: Math.max(0, Math.ceil((e.expireAt - now) / 1000)),
     fresh: now < e.freshUntil,
     stale: now >= e.freshUntil && now < e.expireAt,
-    cache_time_unix_ms: unixMs(e.cachedAt),
-    expire_at_unix_ms: unixMs(e.expireAt),
-    last_access_unix_ms: unixMs(e.lastAccess),
+    cached_at_ms: unixMs(e.cachedAt),
+    expires_at_ms: unixMs(e.expireAt),
+    last_access_ms: unixMs(e.lastAccess),
     do_bit: (e.bits & KEY_DO) !== 0,
     cd_bit: (e.bits & KEY_CD) !== 0,
     ecs: subnet && { family: subnet.family, source_prefix: subnet.sourcePrefix, address: subnet.address },
+    answers: answers(w),
   };
 }
 
@@ -86,10 +101,10 @@ function pageLimit(limit: number | undefined): number {
   return Math.min(MAX_PAGE, Math.max(1, limit));
 }
 
-/** Cursors name the recency stamp of the last row shown: "c" + base 36. */
-function cursorStamp(cursor: string | null | undefined): number {
+/** Cursors name the insertion stamp of the last row shown: "b" + base 36. */
+function cursorBorn(cursor: string | null | undefined): number {
   if (cursor === undefined || cursor === null || cursor === "") return Infinity;
-  if (!/^c[0-9a-z]{1,10}$/.test(cursor)) throw new InvalidQueryError("cursor is not one this cache handed out");
+  if (!/^b[0-9a-z]{1,10}$/.test(cursor)) throw new InvalidQueryError("cursor is not one this cache handed out");
   return parseInt(cursor.slice(1), 36);
 }
 
@@ -100,26 +115,35 @@ function nameFilter(qname: string | undefined): string {
 }
 
 /**
- * Live entries, most recently used first. A page continues after the last row of the previous
- * one; entries used in between move to the front (they are on the next first page, not repeated).
+ * Live entries, newest first. A page continues below the insertion stamp of the previous page's
+ * last row, so paging visits every entry that lives through it exactly once, however entries are
+ * used meanwhile; entries stored after the first page was read are not visited.
  */
 export function listEntries(all: Iterable<Entry>, query: CacheEntriesQuery, now: number): CacheEntriesPage {
   const limit = pageLimit(query.limit);
-  const after = cursorStamp(query.cursor);
+  const below = cursorBorn(query.cursor);
   const filter = nameFilter(query.qname);
-  const rows: CacheEntryRow[] = [];
+  // The `limit + 1` newest below the cursor, kept sorted by insertion stamp, newest first.
+  const page: Entry[] = [];
   let total = 0;
-  let more = false;
-  let lastSeq = 0;
   for (const e of all) {
     if (e.expireAt <= now) continue;
     if (filter !== "" && !e.qname.includes(filter)) continue;
     total++;
-    if (e.seq >= after) continue;
-    if (rows.length < limit) {
-      rows.push(entryRow(e, now));
-      lastSeq = e.seq;
-    } else more = true;
+    if (e.born >= below) continue;
+    if (page.length > limit && e.born <= page[limit].born) continue;
+    let lo = 0;
+    let hi = page.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (page[mid].born > e.born) lo = mid + 1;
+      else hi = mid;
+    }
+    page.splice(lo, 0, e);
+    if (page.length > limit + 1) page.pop();
   }
-  return { entries: rows, next_cursor: more ? `c${lastSeq.toString(36)}` : null, total_entries: total };
+  const more = page.length > limit;
+  const rows = page.slice(0, limit);
+  const last = rows[rows.length - 1];
+  return { entries: rows.map((e) => entryRow(e, now)), next_cursor: more && last ? `b${last.born.toString(36)}` : null, total_entries: total };
 }

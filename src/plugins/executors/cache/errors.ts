@@ -1,11 +1,10 @@
 // Typed errors of the cache's API-facing functions; `code` is the API error code a route returns.
 
-export class CacheApiError extends Error {
-  constructor(
-    readonly code: "invalid_cache_dump" | "invalid_cache_entry_id" | "invalid_query",
-    message: string,
-  ) {
-    super(message);
+import { RouteError } from "../../../registry/control.js";
+
+export class CacheApiError extends RouteError {
+  constructor(code: "invalid_cache_dump" | "invalid_cache_entry_id" | "invalid_query" | "cache_entry_not_found", message: string) {
+    super(code, message);
     this.name = new.target.name;
   }
 }

@@ -1,6 +1,7 @@
 // `cache`: answers repeated questions from stored wire bytes, runs the rest of the sequence on a miss and stores its answer.
 
 import { ArgError, argProblems, definePlugin } from "../../../registry/types.js";
+import { cacheControl } from "./control.js";
 import { CacheExecutor } from "./executor.js";
 
 export { CacheExecutor } from "./executor.js";
@@ -45,7 +46,7 @@ function validate(args: CacheArgs): void {
   }
 }
 
-export const cache = definePlugin<CacheArgs, "executor">({
+export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
   type: "cache",
   kind: "executor",
   feature: "cache",
@@ -60,6 +61,7 @@ export const cache = definePlugin<CacheArgs, "executor">({
     return { short_circuit: m[1] !== "false" };
   },
   check: (args) => argProblems(() => validate(args)),
+  control: cacheControl,
   create(args, ctx) {
     validate(args);
     const lazy = args.lazy_cache_ttl ?? 0;

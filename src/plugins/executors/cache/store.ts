@@ -30,6 +30,8 @@ export interface Entry extends Readonly<KeyParts> {
   lastAccess: number;
   /** Recency stamp: strictly increasing along the list from tail to head. */
   seq: number;
+  /** Insertion stamp, never changed by use: API paging visits entries by it, each once. */
+  born: number;
   /** A serve-stale refresh for this entry is in flight (one per key). */
   refreshing: boolean;
   prev: Entry | null;
@@ -46,6 +48,7 @@ export class LruStore {
   private head: Entry | null = null;
   private tail: Entry | null = null;
   private stamp = 0;
+  private births = 0;
 
   constructor(readonly capacity: number) {}
 
@@ -77,6 +80,7 @@ export class LruStore {
     this.byName.set(e.qname, e);
     this.count++;
     e.seq = ++this.stamp;
+    e.born = ++this.births;
     this.linkHead(e);
     let evicted = 0;
     while (this.count > this.capacity && this.tail) {

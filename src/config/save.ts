@@ -7,10 +7,10 @@ import { randomBytes } from "node:crypto";
 import { open, readdir, readFile, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
-import type { SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
-import { ConfigError, SourceFile, type Diagnostic } from "../config/diagnostics.js";
-import { contentVersion, loadConfigSource, withoutBom } from "../config/load.js";
-import { diagnosticReport, problemSummary } from "../config/report.js";
+import type { SaveFailure, SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
+import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
+import { contentVersion, loadConfigSource, withoutBom } from "./load.js";
+import { diagnosticReport, problemSummary } from "./report.js";
 import type { Logger } from "../observability/logger.js";
 import { analyzeConfig } from "../registry/analyze.js";
 import type { Catalog } from "../registry/catalog.js";
@@ -31,8 +31,8 @@ export function fileVersion(text: string): string {
 
 const errnoCode = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
 
-function failure(request: SaveRequest, status: number, code: string, message: string, extra: Record<string, unknown> = {}): SaveResult {
-  return { requestId: request.requestId, ok: false, status, code, message, extra };
+function failure(code: SaveFailure["code"], message: string, extra: Record<string, unknown> = {}): SaveResult {
+  return { ok: false, code, message, extra };
 }
 
 /** YAML syntax problems only (validate:false still refuses a file nothing could parse). */
@@ -137,7 +137,7 @@ type Checked = Pick<SaveSuccess, "plugin_count" | "init_order" | "diagnostics" |
 function validate(request: SaveRequest, t: SaveTarget): { ok: true; checked: Checked } | { ok: false; result: SaveResult } {
   const invalid = (err: ConfigError): { ok: false; result: SaveResult } => ({
     ok: false,
-    result: failure(request, 400, "config_validate_failed", `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) }),
+    result: failure("config_validate_failed", `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) }),
   });
   let fallbackCount = 0;
   if (!request.validate) {
@@ -163,10 +163,10 @@ export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promi
     target = await writeTarget(t.path);
     current = await currentVersion(target);
   } catch (err) {
-    return failure(request, 500, "config_save_failed", `cannot read the configuration file ${t.path}: ${errnoCode(err)}`);
+    return failure("config_save_failed", `cannot read the configuration file ${t.path}: ${errnoCode(err)}`);
   }
   if (request.baseVersion !== null && request.baseVersion.toLowerCase() !== current) {
-    return failure(request, 409, "config_conflict", "the configuration file changed since it was loaded; GET /api/config again and reapply the edit", {
+    return failure("config_conflict", "the configuration file changed since it was loaded; GET /api/config again and reapply the edit", {
       current_version: current,
     });
   }
@@ -177,7 +177,7 @@ export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promi
     await replaceFileAtomically(target, request.content);
     updatedAt = Math.trunc((await stat(target)).mtimeMs);
   } catch (err) {
-    return failure(request, 500, "config_save_failed", `cannot write the configuration file ${t.path}: ${errnoCode(err)}`);
+    return failure("config_save_failed", `cannot write the configuration file ${t.path}: ${errnoCode(err)}`);
   }
   const version = fileVersion(request.content);
   t.log.info({ target: "config", path: t.path, version, bytes: Buffer.byteLength(request.content) }, "configuration saved");
@@ -186,5 +186,5 @@ export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promi
   } catch (err) {
     t.log.warn({ target: "config", err: errnoCode(err) }, "could not look for temp files of interrupted saves");
   }
-  return { requestId: request.requestId, ok: true, path: t.path, version, updated_at_ms: updatedAt, ...checked.checked };
+  return { ok: true, path: t.path, version, updated_at_ms: updatedAt, ...checked.checked };
 }

@@ -1,0 +1,37 @@
+// The one table from a refusing guard to the API's answer. A handler asks an actor (actors/ask.ts);
+// when the actor's snapshot cannot take the event, the guard that refused it names the error code,
+// and ERROR_STATUS (errors.ts) gives the status. Handlers contain no status decisions.
+
+import { ActorGoneError, RefusedError } from "../../actors/ask.js";
+import { ApiError, type ErrorCode } from "./errors.js";
+
+interface Refusal {
+  code: ErrorCode;
+  message: string;
+}
+
+export const GUARD_REFUSALS: Record<string, Refusal> = {
+  // app (machines/app.machine.ts)
+  noStopRequested: { code: "shutdown_in_progress", message: "the application is already stopping" },
+  notStopping: { code: "shutting_down", message: "the application is stopping; no reload can run" },
+  reloadIdle: { code: "reload_busy", message: "a reload is already pending or in progress" },
+  // config (machines/config.machine.ts)
+  saveIdle: { code: "config_save_busy", message: "another save is in progress; retry once it has finished" },
+  // provider:<tag> (machines/provider.machine.ts)
+  providerIdle: { code: "provider_reload_busy", message: "this provider is already reloading; the request was not queued" },
+  // cache:<tag> (machines/cache.machine.ts)
+  cacheIdle: { code: "cache_busy", message: "another operation on this cache is running; retry once it has finished" },
+};
+
+/** A refused event with no named guard: the actor has no transition for it in its state. */
+const NO_TRANSITION: Refusal = { code: "operation_not_allowed", message: "not possible in the current state" };
+
+/** The API error for an actor's refusal; other errors pass through unchanged. */
+export function refusalError(err: unknown): unknown {
+  if (err instanceof RefusedError) {
+    const r = (err.guard !== null ? GUARD_REFUSALS[err.guard] : undefined) ?? NO_TRANSITION;
+    return new ApiError(r.code, r.message, err.guard === null ? { actor: err.actor, event: err.event } : {});
+  }
+  if (err instanceof ActorGoneError) return new ApiError("plugin_unavailable", `${err.actor} is not running (the plugin was replaced by a reload, or the process is stopping)`);
+  return err;
+}

@@ -1,0 +1,38 @@
+// What the management API sees of the process: a narrow interface owned by the API, implemented
+// by the App (src/app/app.ts). Routes read actor snapshots and send events through it; they never
+// reach into the App, and src/api never imports src/app.
+
+import type { AppActor, ConfigActor } from "../../actors/app.actor.js";
+import type { Bus } from "../bus.js";
+import type { LogRing } from "../observability/log-ring.js";
+import type { Logger } from "../observability/logger.js";
+import type { MetricsHub } from "../observability/metrics.js";
+import type { Catalog } from "../registry/catalog.js";
+import type { LivePlugin } from "../registry/runtime.js";
+
+/** The generation answering queries: its number and its plugins. */
+export interface LiveRuntime {
+  readonly plugins: ReadonlyMap<string, LivePlugin>;
+}
+
+export interface ApiHost {
+  /** Unix ms when the process started. */
+  readonly startedAt: number;
+  /** Working directory (-d) that relative paths resolve against. */
+  readonly baseDir: string;
+  /** Environment for ${VAR} expansion when validating configuration text. */
+  readonly env: NodeJS.ProcessEnv;
+  readonly catalog: Catalog;
+  readonly bus: Bus;
+  readonly logRing: LogRing;
+  readonly log: Logger;
+  readonly metrics: MetricsHub;
+  /** The app actor: lifecycle and reload status; its system holds every other actor. */
+  readonly actor: AppActor;
+  /** Serialises configuration saves. */
+  readonly configActor: ConfigActor;
+  /** The configuration file the process runs. */
+  configPath(): string;
+  /** The generation answering queries (null before the first one is up and after the last is gone). */
+  liveRuntime(): LiveRuntime | null;
+}

@@ -1,0 +1,161 @@
+// The cache's control plane: a `cache:<tag>` actor that runs flush, delete, dump and load one at a
+// time (machines/cache.machine.ts), and the routes under /api/plugins/<tag>/. Entry listing reads
+// the cache directly; everything that changes it goes through the actor.
+
+import { fromPromise } from "xstate";
+import { cacheMachine, type CacheOperation } from "../../../../machines/cache.machine.js";
+import { bytesReply, RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import { DEFAULT_PAGE, MAX_PAGE } from "./api.js";
+import { CacheApiError } from "./errors.js";
+import type { CacheExecutor } from "./executor.js";
+
+/** A dump of a large cache is big; loading one is allowed more than an ordinary request body. */
+export const LOAD_DUMP_BODY_LIMIT = 256 * 1024 * 1024;
+
+const rrSchema = {
+  type: "object",
+  properties: {
+    name: { type: "string" },
+    class: { type: "string" },
+    ttl: { type: "integer" },
+    rr_type: { type: "string" },
+    payload_kind: { type: "string" },
+    payload_text: { type: "string" },
+    payload: { type: "object", additionalProperties: true },
+  },
+} as const;
+
+const entrySchema = {
+  type: "object",
+  properties: {
+    id: { type: "string" },
+    domain: { type: "string" },
+    qtype: { type: "string" },
+    qclass: { type: "string" },
+    rcode: { type: "string" },
+    answer_count: { type: "integer" },
+    authority_count: { type: "integer" },
+    additional_count: { type: "integer" },
+    ttl: { type: "integer" },
+    remaining_ttl: { type: "integer" },
+    fresh: { type: "boolean" },
+    stale: { type: "boolean" },
+    cached_at_ms: { type: "integer" },
+    expires_at_ms: { type: "integer" },
+    last_access_ms: { type: "integer" },
+    do_bit: { type: "boolean" },
+    cd_bit: { type: "boolean" },
+    ecs: { type: ["object", "null"], additionalProperties: true },
+    answers: { type: "array", items: rrSchema },
+  },
+} as const;
+
+const ok = { ok: { type: "boolean" } } as const;
+
+async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknown> {
+  switch (op.type) {
+    case "CACHE.FLUSH":
+      return cache.flush();
+    case "CACHE.DELETE":
+      if (!cache.deleteEntry(op.id)) throw new CacheApiError("cache_entry_not_found", "no such entry in this cache (it may have expired or been evicted)");
+      return true;
+    case "CACHE.DUMP":
+      return cache.dump();
+    case "CACHE.LOAD":
+      return cache.load(op.data);
+  }
+}
+
+/** The cache's own errors keep their codes; an actor refusal passes through to the guard table. */
+const ask = (plugin: { tag: string; concern: { ask(e: { type: string } & Record<string, unknown>): Promise<unknown> } | null }, event: CacheOperation): Promise<unknown> => {
+  if (!plugin.concern) throw new RouteError("plugin_unavailable", `cache '${plugin.tag}' has no control actor`);
+  return plugin.concern.ask(event);
+};
+
+const flush = (method: "GET" | "POST"): PluginRoute<CacheExecutor> => ({
+  method,
+  path: "flush",
+  summary: "Remove every entry",
+  errors: ["cache_busy"],
+  schema: { response: { 200: { type: "object", properties: { ...ok, cleared_entries: { type: "integer" } } } } },
+  async handle(_req, plugin) {
+    return { ok: true, cleared_entries: (await ask(plugin, { type: "CACHE.FLUSH" })) as number };
+  },
+});
+
+const routes: PluginRoute<CacheExecutor>[] = [
+  {
+    method: "GET",
+    path: "entries",
+    summary: "A page of live entries, newest first",
+    description: "Cursor paging visits every entry that lives through it exactly once (entries stored after the first page are not visited).",
+    schema: {
+      querystring: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          limit: { type: "integer", minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE },
+          cursor: { type: "string", maxLength: 16, description: "next_cursor of the previous page" },
+          qname: { type: "string", maxLength: 255, description: "Case-insensitive substring of the question name" },
+        },
+      },
+      response: {
+        200: {
+          type: "object",
+          properties: { ...ok, entries: { type: "array", items: entrySchema }, next_cursor: { type: ["string", "null"] }, total_entries: { type: "integer" } },
+        },
+      },
+    },
+    handle(req, plugin) {
+      const q = req.query as { limit: number; cursor?: string; qname?: string };
+      return { ok: true, ...plugin.view.entries({ limit: q.limit, cursor: q.cursor ?? null, qname: q.qname }) };
+    },
+  },
+  {
+    method: "DELETE",
+    path: "entries/:id",
+    summary: "Remove one entry",
+    errors: ["cache_entry_not_found", "invalid_cache_entry_id", "cache_busy"],
+    schema: {
+      params: { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 4096 } } },
+      response: { 200: { type: "object", properties: { ...ok, deleted: { type: "boolean" } } } },
+    },
+    async handle(req, plugin) {
+      await ask(plugin, { type: "CACHE.DELETE", id: req.params.id ?? "" });
+      return { ok: true, deleted: true };
+    },
+  },
+  flush("GET"),
+  flush("POST"),
+  {
+    method: "GET",
+    path: "dump",
+    summary: "Download the live entries as a dump file (application/octet-stream)",
+    errors: ["cache_busy"],
+    async handle(_req, plugin) {
+      return bytesReply((await ask(plugin, { type: "CACHE.DUMP" })) as Buffer, "application/octet-stream", `${plugin.tag}.dump`);
+    },
+  },
+  {
+    method: "POST",
+    path: "load_dump",
+    summary: "Replace the entries with those of a dump (raw bytes); undecodable data changes nothing",
+    body: "raw",
+    bodyLimit: LOAD_DUMP_BODY_LIMIT,
+    errors: ["invalid_cache_dump", "cache_busy"],
+    schema: { response: { 200: { type: "object", properties: { ...ok, loaded_entries: { type: "integer" } } } } },
+    async handle(req, plugin) {
+      const data = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      return { ok: true, loaded_entries: (await ask(plugin, { type: "CACHE.LOAD", data })) as number };
+    },
+  },
+];
+
+export const cacheControl: PluginControl<CacheExecutor> = {
+  concern: (cache, env) => ({
+    id: `cache:${env.tag}`,
+    logic: cacheMachine.provide({ actors: { operate: fromPromise(({ input }: { input: CacheOperation }) => operate(cache, input)) } }),
+    input: { tag: env.tag },
+  }),
+  routes,
+};

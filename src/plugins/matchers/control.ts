@@ -1,0 +1,96 @@
+// Every declared matcher's control plane: a `matcher:<tag>` mode actor (normal, always_true,
+// always_false; machines/matcher-mode.machine.ts) that writes the mode into the cell the data plane
+// reads, and GET status / POST mode. A mode may carry a duration after which it returns to normal.
+
+import { matcherModeMachine, modeOf, type MatcherModeContext, type MatcherModeStatus } from "../../../machines/matcher-mode.machine.js";
+import { parseDuration } from "../../engine/duration.js";
+import { RouteError, type PluginControl, type PluginRoute } from "../../registry/control.js";
+import { MATCHER_MODES, modeValue, type MatcherMode } from "../../registry/matcher-mode.js";
+import type { MatcherPlugin } from "../../registry/types.js";
+
+/** Longest timed mode: one week (timers beyond ~24 days would overflow anyway). */
+export const MAX_MODE_DURATION_MS = 7 * 86_400_000;
+
+const statusSchema = {
+  type: "object",
+  required: ["ok", "matcher", "mode", "until_ms"],
+  properties: {
+    ok: { type: "boolean" },
+    matcher: { type: "string" },
+    mode: { type: "string", enum: MATCHER_MODES },
+    until_ms: { type: ["integer", "null"], description: "When a timed mode returns to normal by itself (Unix ms); null otherwise" },
+  },
+} as const;
+
+const modeBody = {
+  type: "object",
+  required: ["mode"],
+  additionalProperties: false,
+  properties: {
+    mode: { type: "string", enum: MATCHER_MODES },
+    duration: { type: ["string", "integer"], description: "Optional: return to normal after this long (\"10m\", \"1h\", or seconds); at most 7d" },
+  },
+} as const;
+
+function status(tag: string, s: MatcherModeStatus): object {
+  return { ok: true, matcher: tag, mode: s.mode, until_ms: s.until_ms };
+}
+
+function durationMs(raw: unknown): number | null {
+  if (raw === undefined || raw === null) return null;
+  let ms: number;
+  try {
+    ms = parseDuration(raw as string | number);
+  } catch (err) {
+    throw new RouteError("invalid_matcher_runtime_mode", `duration: ${(err as Error).message}`);
+  }
+  if (ms <= 0 || ms > MAX_MODE_DURATION_MS) throw new RouteError("invalid_matcher_runtime_mode", "duration must be more than 0 and at most 7d");
+  return ms;
+}
+
+const statusRoute: PluginRoute<MatcherPlugin> = {
+  method: "GET",
+  path: "status",
+  summary: "This matcher's runtime mode",
+  schema: { response: { 200: statusSchema } },
+  handle(_req, plugin) {
+    const snap = plugin.concern?.snapshot();
+    if (!snap) throw new RouteError("plugin_unavailable", `matcher '${plugin.tag}' has no mode actor`);
+    return status(plugin.tag, { mode: modeOf(snap.value), until_ms: (snap.context as MatcherModeContext).until_ms });
+  },
+};
+
+const modeRoute: PluginRoute<MatcherPlugin> = {
+  method: "POST",
+  path: "mode",
+  summary: "Set this matcher's runtime mode (normal, always_true, always_false), optionally for a while",
+  description: "Idempotent. A reload or restart returns every matcher to normal. With `duration` the mode returns to normal by itself; status then shows until_ms.",
+  invalidBody: "invalid_matcher_runtime_mode",
+  errors: ["invalid_matcher_runtime_mode"],
+  schema: { body: modeBody, response: { 200: statusSchema } },
+  async handle(req, plugin) {
+    if (!plugin.concern) throw new RouteError("plugin_unavailable", `matcher '${plugin.tag}' has no mode actor`);
+    const body = req.body as { mode: MatcherMode; duration?: string | number };
+    const out = (await plugin.concern.ask({ type: "MATCHER.SET_MODE", mode: body.mode, duration_ms: durationMs(body.duration), at: Date.now() })) as MatcherModeStatus;
+    return status(plugin.tag, out);
+  },
+};
+
+export const matcherControl: PluginControl<MatcherPlugin> = {
+  concern: (_matcher, env) => {
+    const cell = env.matcherMode;
+    if (!cell) throw new Error(`matcher '${env.tag}' has no mode cell`);
+    return {
+      id: `matcher:${env.tag}`,
+      logic: matcherModeMachine.provide({
+        actions: {
+          publish: (_args, params: { mode: MatcherMode }) => {
+            cell.value = modeValue(params.mode);
+          },
+        },
+      }),
+      input: { tag: env.tag },
+    };
+  },
+  routes: [statusRoute, modeRoute],
+};

@@ -1,0 +1,53 @@
+// Every provider's control plane: a `provider:<tag>` actor (machines/provider.machine.ts) that
+// runs one reload at a time, and POST /api/plugins/<tag>/reload. The `reload_provider` executor
+// asks the same actor, so an API reload and a pipeline reload never overlap.
+
+import { fromPromise } from "xstate";
+import { providerMachine, type ProviderReloadOutput } from "../../../machines/provider.machine.js";
+import { ActorGoneError, RefusedError, RouteError, type PluginControl, type PluginRoute } from "../../registry/control.js";
+import type { ProviderPlugin } from "../../registry/types.js";
+
+const reloadResponse = {
+  type: "object",
+  required: ["ok", "provider", "rules", "duration_ms"],
+  properties: { ok: { type: "boolean" }, provider: { type: "string" }, rules: { type: "integer" }, duration_ms: { type: "integer" } },
+} as const;
+
+/** Runs the provider's rebuild-and-swap and times it. */
+async function reloadProvider(provider: ProviderPlugin, tag: string): Promise<ProviderReloadOutput> {
+  if (typeof provider.reload !== "function") throw new Error(`provider '${tag}' cannot be reloaded`);
+  const started = performance.now();
+  const { rules } = await provider.reload();
+  return { rules, duration_ms: Math.round(performance.now() - started) };
+}
+
+export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
+  method: "POST",
+  path: "reload",
+  summary: "Reload this provider's rules with its startup configuration; the old rules serve until the new ones are complete",
+  errors: ["provider_reload_failed", "provider_reload_busy"],
+  notFound: "provider_not_found",
+  schema: { response: { 200: reloadResponse } },
+  async handle(_req, plugin) {
+    if (!plugin.concern) throw new RouteError("provider_not_found", `'${plugin.tag}' is not a loaded provider`);
+    try {
+      const out = (await plugin.concern.ask({ type: "PROVIDER.RELOAD" })) as ProviderReloadOutput;
+      return { ok: true, provider: plugin.tag, rules: out.rules, duration_ms: out.duration_ms };
+    } catch (err) {
+      // A refusal (busy) passes through to the guard table; the provider's own failure is a 400.
+      if (err instanceof Error && !(err instanceof RefusedError) && !(err instanceof ActorGoneError)) {
+        throw new RouteError("provider_reload_failed", `reloading '${plugin.tag}' failed; the previous rules keep serving: ${err.message}`);
+      }
+      throw err;
+    }
+  },
+};
+
+export const providerControl: PluginControl<ProviderPlugin> = {
+  concern: (provider, env) => ({
+    id: `provider:${env.tag}`,
+    logic: providerMachine.provide({ actors: { reload: fromPromise(() => reloadProvider(provider, env.tag)) } }),
+    input: { tag: env.tag, rules: provider.rules ?? null },
+  }),
+  routes: [providerReloadRoute],
+};

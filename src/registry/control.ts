@@ -1,0 +1,127 @@
+// What a plugin type may declare for its control plane: a concern actor (its machine, bound to the
+// instance) and API routes served under /api/plugins/<tag>/. Framework-neutral: the API layer turns
+// routes into fastify routes and maps error codes and refusing guards to HTTP statuses.
+
+import type { AnyActorLogic } from "xstate";
+import type { Logger } from "pino";
+import type { MetricsHub } from "../observability/metrics.js";
+import type { MatcherModeCell } from "./matcher-mode.js";
+
+export interface ConcernEnv {
+  readonly tag: string;
+  readonly log: Logger;
+  readonly metrics: MetricsHub;
+  /** The cell the data plane reads a declared matcher's runtime mode from. */
+  readonly matcherMode: MatcherModeCell | null;
+}
+
+/** A concern actor: a child of `plugin:<tag>` with this id, running `logic` with `input`. */
+export interface Concern {
+  id: string;
+  logic: AnyActorLogic;
+  input?: unknown;
+}
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+export interface RouteRequest {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  /** Parsed JSON for `body: "json"` routes, the raw bytes for `body: "raw"` routes. */
+  body: unknown;
+  /** Aborted when the client goes away (streams). */
+  signal: AbortSignal;
+}
+
+const replyBrand = Symbol("sluice.route-reply");
+
+/** A reply other than JSON (a handler's plain object return is the JSON body). */
+export type RouteReply =
+  | { readonly [replyBrand]: true; kind: "text"; body: string }
+  | { readonly [replyBrand]: true; kind: "bytes"; body: Buffer; contentType: string; filename: string };
+
+export const textReply = (body: string): RouteReply => ({ [replyBrand]: true, kind: "text", body });
+export const bytesReply = (body: Buffer, contentType: string, filename: string): RouteReply => ({ [replyBrand]: true, kind: "bytes", body, contentType, filename });
+export const isReply = (v: unknown): v is RouteReply => typeof v === "object" && v !== null && replyBrand in v;
+
+/** An answer's outcome arrives as the concern's `answer` emitted event. */
+export interface ConcernHandle {
+  readonly id: string;
+  /** Status, state value and context of the concern actor now. */
+  snapshot(): { status: string; value: unknown; context: unknown };
+  /**
+   * Sends `event` (a requestId is added) if the actor accepts it and resolves with the operation's
+   * output. Rejects with RefusedError naming the guard that refused it, or with the operation's error.
+   */
+  ask(event: { type: string } & Record<string, unknown>): Promise<unknown>;
+}
+
+export interface RoutePlugin<I> {
+  readonly tag: string;
+  readonly type: string;
+  /** The instance, for reads that change nothing (entries, lookups); changes go through `concern`. */
+  readonly view: I;
+  readonly concern: ConcernHandle | null;
+}
+
+export interface PluginRoute<I = never> {
+  readonly method: HttpMethod;
+  /** Path below /api/plugins/<tag>: "" for the plugin's own path, "entries/:id" with parameters. */
+  readonly path: string;
+  readonly summary: string;
+  readonly description?: string;
+  /** fastify/JSON schemas; `params` need not list `tag`. */
+  readonly schema?: { params?: object; querystring?: object; body?: object; response?: Record<number, object> };
+  /** How the body arrives: JSON (default) or raw bytes. */
+  readonly body?: "json" | "raw";
+  /** 200, or 202 for routes that start work and answer before it finishes. */
+  readonly status?: 200 | 202;
+  /** Error codes the route may answer with besides validation (documented in OpenAPI). */
+  readonly errors?: readonly string[];
+  /** Error code for a body that is not JSON or fails the schema (default invalid_request). */
+  readonly invalidBody?: string;
+  /** Error code for a query string that fails the schema (default invalid_query). */
+  readonly invalidQuery?: string;
+  /** Error code when the tag names no plugin serving this route (default plugin_route_not_found). */
+  readonly notFound?: string;
+  /** Largest body accepted, bytes (default: the API's limit). */
+  readonly bodyLimit?: number;
+  handle(req: RouteRequest, plugin: RoutePlugin<I>): RouteReply | object | Promise<RouteReply | object>;
+}
+
+export interface PluginControl<I = never> {
+  concern?(instance: I, env: ConcernEnv): Concern;
+  routes?: readonly PluginRoute<I>[];
+}
+
+/** The actor would not take the event: `guard` is the named guard that refused it (null: no transition at all). */
+export class RefusedError extends Error {
+  constructor(
+    readonly actor: string,
+    readonly guard: string | null,
+    readonly event: string,
+  ) {
+    super(`${actor} refused ${event}${guard ? ` (guard ${guard})` : ""}`);
+    this.name = "RefusedError";
+  }
+}
+
+/** The actor stopped (its plugin was destroyed by a reload, or the process is stopping). */
+export class ActorGoneError extends Error {
+  constructor(readonly actor: string) {
+    super(`${actor} is no longer running`);
+    this.name = "ActorGoneError";
+  }
+}
+
+/** A bad request to a plugin route: `code` is looked up in the API's error table for its status. */
+export class RouteError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = "RouteError";
+  }
+}
