@@ -7,7 +7,7 @@ import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.
 
 const scenarios = [
   "jump_return", "goto_return", "ref_return", "ref_plain", "jump_accept", "jump_reject",
-  "reject_servfail", "reject_name", "matchers", "marks", "has_resp", "any", "true_false",
+  "reject_servfail", "reject_name", "matchers", "marks", "has_resp", "any", "true_false", "goto_plain",
 ] as const;
 const typeOf = (n: (typeof scenarios)[number]): number => 65280 + scenarios.indexOf(n);
 
@@ -41,6 +41,9 @@ plugins:
   - tag: s_goto_return
     type: sequence
     args: [{ exec: mark 1 }, { exec: goto child_return }, { exec: reject 3 }]
+  - tag: s_goto_plain
+    type: sequence
+    args: [{ exec: mark 1 }, { exec: goto child_plain }, { exec: reject 3 }]
   - tag: s_ref_return
     type: sequence
     args: [{ exec: mark 1 }, { exec: $child_return }, { exec: reject 3 }]
@@ -125,6 +128,12 @@ test("jump resumes the caller after the child's return (marks 1 and 2, not 3)", 
 
 test("goto does not resume: the child's return ends the caller", async () => {
   const m = await ask(s.udpPort, "x.test", typeOf("goto_return"));
+  expect(rcodeOf(m)).toBe(0);
+  expect(m.answers).toHaveLength(0);
+});
+
+test("goto ends the caller with the target's result even when the target simply runs out of rules", async () => {
+  const m = await ask(s.udpPort, "x.test", typeOf("goto_plain"));
   expect(rcodeOf(m)).toBe(0);
   expect(m.answers).toHaveLength(0);
 });
