@@ -7,6 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from "fastify";
 import type { App } from "../app/app.js";
+import { configLimits, formatBytes } from "../config/limits.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
 import { BasicAuth } from "./auth.js";
@@ -18,9 +19,6 @@ import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
 import { registerLogRoutes } from "./routes/logs.js";
 import { WebUi } from "./webui.js";
-
-/** Large configurations are sent whole to PUT /api/config. */
-const BODY_LIMIT = 64 * 1024 * 1024;
 
 export interface ApiServer {
   readonly fastify: FastifyInstance;
@@ -110,9 +108,11 @@ function validationCode(context: string | undefined): string {
 
 export async function createApiServer(app: App, initial: ApiConfig): Promise<ApiServer> {
   const tls = tlsOptions(app, initial);
+  // Read once, like the listen address: fastify fixes the body limit when it is created.
+  const bodyLimit = configLimits(initial.limits).bodyBytes;
   const fastify = Fastify({
     logger: false,
-    bodyLimit: BODY_LIMIT,
+    bodyLimit,
     forceCloseConnections: true,
     ...(tls ? { https: tls } : {}),
     // A path with bad percent-encoding: the API gate still applies; outside /api no file can match it.
@@ -159,7 +159,10 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
       const message = `${where}${field ? `.${field}` : ""} ${err.validation[0]?.message ?? "is invalid"}`;
       return reply.code(400).send(errorBody(validationCode(where), message));
     }
-    if (err.statusCode === 413) return reply.code(413).send(errorBody("body_too_large", `request body is larger than ${BODY_LIMIT} bytes`));
+    if (err.statusCode === 413) {
+      const message = `request body is larger than the limit of ${formatBytes(bodyLimit)}; raise api.http.limits.body_bytes (then restart) to accept larger bodies`;
+      return reply.code(413).send(errorBody("body_too_large", message));
+    }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send(errorBody("invalid_request", err.message));
     }
@@ -197,6 +200,9 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
     updatePolicy(config) {
       if (config.listen !== policy.config.listen || JSON.stringify(config.ssl) !== JSON.stringify(policy.config.ssl)) {
         app.log.warn({ target: "api" }, "api listen address or TLS settings changed; they take effect after a restart");
+      }
+      if (configLimits(config.limits).bodyBytes !== bodyLimit) {
+        app.log.warn({ target: "api", body_bytes: bodyLimit }, "api.http.limits.body_bytes changed; it takes effect after a restart");
       }
       policy = makePolicy(app, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
     },

@@ -12,8 +12,10 @@ import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
 import { saveConfigFile } from "./config-save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
+import { configLimits } from "../config/limits.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
+import { ConfigValidator } from "../config/validate-pool.js";
 import { LogRing } from "../observability/log-ring.js";
 import { createLogger, pinoLevel, type Logger } from "../observability/logger.js";
 import { MetricsHub } from "../observability/metrics.js";
@@ -63,6 +65,8 @@ export class App {
   readonly log: Logger;
   readonly services: Services;
   readonly catalog: Catalog;
+  /** Validations asked for through the API run here, in worker threads (limits follow reloads). */
+  readonly validator: ConfigValidator;
   /** Unix ms when the process started. */
   readonly startedAt = Date.now();
   readonly actor: AppActor;
@@ -83,6 +87,7 @@ export class App {
     const config = (initial as { config: SluiceConfig }).config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
     this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir };
+    this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     this.actor = createAppActor(this, this.bus);
     // Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed.
     const last = new Map<string, string>();
@@ -174,6 +179,7 @@ export class App {
     const path = this.config.path as string;
     let config: SluiceConfig;
     try {
+      // The operator's own file (bounded by body_bytes when written through the API): parsed here, not in a worker.
       config = loadConfigFile(path, { env: this.options.env });
     } catch (err) {
       this.reloadActor.send({ type: "RELOAD.START", at: Date.now(), version: null });
@@ -204,7 +210,7 @@ export class App {
 
   /** Writes the configuration file the process runs (the config actor calls it, one at a time). */
   saveConfig(request: SaveRequest): Promise<SaveResult> {
-    return saveConfigFile(request, { path: this.config.path as string, catalog: this.catalog, env: this.options.env ?? process.env, log: this.log });
+    return saveConfigFile(request, { path: this.config.path as string, validator: this.validator, env: this.options.env ?? process.env, log: this.log });
   }
 
   async stopRuntime(restart: boolean): Promise<void> {
@@ -214,6 +220,7 @@ export class App {
     await this.services.listeners.closeAll();
     await this.api?.close();
     this.api = null;
+    await this.validator.close();
   }
 
   // ---- generations ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Checks of the `api.http` section that the schema cannot express: the listen address, the WebUI
 // index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
+import { configLimitsProblems } from "./limits.js";
 import { listenProblem } from "./listen.js";
 import type { ApiConfig } from "./schema.js";
 
@@ -16,6 +17,7 @@ export function apiProblems(http: ApiConfig): ApiProblem[] {
   if (listen) problems.push({ path: ["listen"], message: `api.http.listen: ${listen}` });
   const index = http.webui?.index;
   if (index === "." || index === "..") problems.push({ path: ["webui", "index"], message: "api.http.webui.index must name a file" });
+  for (const p of configLimitsProblems(http.limits)) problems.push({ path: ["limits", p.key], message: p.message });
   const ssl = http.ssl;
   if (!ssl) return problems;
   const tls = ssl.cert !== undefined && ssl.key !== undefined;

@@ -1,6 +1,8 @@
 // The shape of a Sluice configuration file (everything but each plugin's args, which its own
 // definition describes).
 
+import { configLimitsProperties, type ConfigLimitsConfig } from "./limits.js";
+
 export const LOG_LEVELS = ["off", "trace", "debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -15,6 +17,7 @@ export interface ApiConfig {
   auth?: { type: "basic"; username: string; password: string };
   cors?: { allowed_origins?: string[] };
   webui?: { root: string; index: string };
+  limits?: ConfigLimitsConfig;
 }
 
 export interface RawPlugin {
@@ -60,6 +63,11 @@ export const apiHttpSchema = {
       additionalProperties: false,
       required: ["root"],
       properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },
+    },
+    limits: {
+      type: "object",
+      additionalProperties: false,
+      properties: { ...configLimitsProperties },
     },
   },
 } as const;

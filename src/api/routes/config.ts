@@ -9,10 +9,9 @@ import { waitFor } from "xstate";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../../machines/config.machine.js";
 import type { App } from "../../app/app.js";
 import { fileVersion } from "../../app/config-save.js";
-import { ConfigError } from "../../config/diagnostics.js";
-import { loadConfigFile, loadConfigText, withoutBom } from "../../config/load.js";
-import { diagnosticReport, problemSummary } from "../../config/report.js";
-import { analyzeConfig, type Analysis } from "../../registry/analyze.js";
+import { withoutBom } from "../../config/load.js";
+import { validationFailure } from "../../config/validate-pool.js";
+import type { ValidationJob, ValidSummary } from "../../config/validation.js";
 import { ApiError, errorSchema } from "../errors.js";
 import { reloadRecord, requestReload, type ReloadRecord } from "../records.js";
 import type { RouteContext } from "../server.js";
@@ -84,12 +83,21 @@ const validSchema = {
   },
 } as const;
 
-function validBody(source: "file" | "body", path: string | null, analysis: Analysis): Record<string, unknown> {
-  return { ok: true, source, path, plugin_count: analysis.plugins.length, dependency_graph: analysis.graph, message: "configuration is valid" };
+/** Validates in a worker (off the event loop that serves DNS); the 200 body, or the error to answer with. */
+async function validated(app: App, job: ValidationJob, transfer: ArrayBuffer[], source: "file" | "body", path: string | null, invalidCode: string): Promise<Record<string, unknown>> {
+  const outcome = await app.validator.run(job, transfer);
+  if (!outcome.ok) {
+    const f = validationFailure(outcome, invalidCode, app.validator.limits());
+    throw new ApiError(f.status, f.code, f.message, f.extra);
+  }
+  const summary: ValidSummary = outcome.summary;
+  return { ok: true, source, path, plugin_count: summary.plugin_count, dependency_graph: summary.dependency_graph, message: "configuration is valid" };
 }
 
-function invalid(code: string, err: ConfigError): ApiError {
-  return new ApiError(400, code, `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) });
+/** The whole ArrayBuffer behind `bytes` when it holds nothing else, so it can be moved to the worker instead of copied. */
+function movable(bytes: Buffer): ArrayBuffer[] {
+  const buffer = bytes.buffer;
+  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? [buffer] : [];
 }
 
 /** Reads the file once through one descriptor, so text and mtime belong to the same file even mid-save. */
@@ -133,7 +141,7 @@ function reloadAfterSave(app: App, saved: SaveSuccess): ReloadRecord {
 
 export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext): void {
   const configPath = (): string => app.config.path as string;
-  const env = (): NodeJS.ProcessEnv => app.options.env ?? process.env;
+  const env = (): Record<string, string | undefined> => ({ ...(app.options.env ?? process.env) });
 
   api.get(
     "/api/config",
@@ -185,15 +193,10 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
 
   api.get(
     "/api/config/check",
-    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: validSchema, 400: errorSchema } } },
+    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: validSchema, 400: errorSchema, 503: errorSchema } } },
     () => {
       const path = configPath();
-      try {
-        return validBody("file", path, analyzeConfig(loadConfigFile(path, { env: env() }), app.catalog));
-      } catch (err) {
-        if (err instanceof ConfigError) throw invalid("config_check_failed", err);
-        throw err;
-      }
+      return validated(app, { kind: "file", path, env: env() }, [], "file", path, "config_check_failed");
     },
   );
 
@@ -207,56 +210,16 @@ export function registerConfigRoutes(api: FastifyInstance, { app }: RouteContext
         schema: {
           summary: "Validate YAML text (raw body, or JSON {format: 'yaml', content}); include is refused",
           tags: ["config"],
-          response: { 200: validSchema, 400: errorSchema },
+          response: { 200: validSchema, 400: errorSchema, 503: errorSchema },
         },
       },
       (req) => {
-        const text = configText(req.body, req.headers["content-type"]);
-        try {
-          return validBody("body", null, analyzeConfig(loadConfigText(text, { env: env() }), app.catalog));
-        } catch (err) {
-          if (err instanceof ConfigError) throw invalid("config_validate_failed", err);
-          throw err;
-        }
+        // Decoding, the JSON envelope and the YAML are all handled in the worker.
+        const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const job: ValidationJob = { kind: "body", bytes, contentType: req.headers["content-type"] ?? null, env: env() };
+        return validated(app, job, movable(bytes), "body", null, "config_validate_failed");
       },
     );
     done();
   });
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
-/** The YAML a validate request carries: the raw body, or the `content` of a JSON envelope. */
-function configText(body: unknown, contentType: string | undefined): string {
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    throw new ApiError(400, "invalid_utf8_body", "the request body is not valid UTF-8");
-  }
-  const declaredJson = /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType ?? "");
-  const envelope = jsonEnvelope(text, declaredJson);
-  const yaml = envelope ? envelope.content : text;
-  if (yaml.trim().length === 0) throw new ApiError(400, "empty_config_body", "the request carries no configuration text");
-  return yaml;
-}
-
-function jsonEnvelope(text: string, declaredJson: boolean): { content: string } | null {
-  if (!declaredJson && !text.trimStart().startsWith("{")) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    if (!declaredJson) return null; // YAML flow mappings start with "{" too
-    if (text.trim().length === 0) throw new ApiError(400, "empty_config_body", "the request carries no configuration text");
-    throw new ApiError(400, "invalid_request", `body is not valid JSON: ${(err as Error).message}`);
-  }
-  const obj = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
-  if (!obj || typeof obj.content !== "string") {
-    if (!declaredJson) return null;
-    throw new ApiError(400, "invalid_request", "body.content must be a string: a JSON body is {format: 'yaml', content: '<yaml text>'}");
-  }
-  if (obj.format !== undefined && obj.format !== "yaml") throw new ApiError(400, "unsupported_config_format", `format must be yaml, not ${JSON.stringify(obj.format)}`);
-  return { content: obj.content };
 }
