@@ -9,8 +9,9 @@ import type { Logger } from "../observability/logger.js";
 import type { BuildSelection } from "../registry/bundles.js";
 import { WORKER_READY, WORKER_ROLE, type TooComplexLimit, type ValidationJob, type ValidationOutcome, type WorkerReply, type WorkerRequest } from "./validation.js";
 
-export const MAX_RUNNING = 2;
-export const MAX_WAITING = 8;
+/** One at a time: a validation (and its collector) may take a core, and DNS must keep one on a 2-core host. */
+export const MAX_RUNNING = 1;
+export const MAX_WAITING = 4;
 /** An idle worker is kept this long for the next job: a fresh one spends ~100 ms loading modules. */
 const IDLE_MS = 30_000;
 /** A worker whose heap grew past this is retired after its job, so the memory goes back at once. */
