@@ -36,7 +36,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
   dependencies: serverDependencies,
   async create(args, ctx) {
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
-    const handler = new QueryHandler(entry, "tcp", serverStats(ctx.services.metrics, ctx.tag, "tcp"), ctx.log);
+    const handler = new QueryHandler(entry, "tcp", serverStats(ctx.services.metrics, ctx.tag, "tcp"), ctx.log, 0xffff);
     const listener = await ctx.services.listeners.tcp(parseListen(args.listen), ctx.owner);
     const idleMs = parseDuration(args.idle_timeout);
     const onQuery: TcpHandler = (query, remote, reply) => {
