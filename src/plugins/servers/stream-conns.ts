@@ -72,8 +72,10 @@ class Conn {
   lastActive: number;
   /** When the frame being read began; -1 when none is (or the connection is not being read). */
   frameStarted = -1;
-  /** When reading stopped because answers were not taken; -1 when not stalled. */
-  stalledSince = -1;
+  /** Reading stopped because more than UNSENT_PAUSE_BYTES of answers wait to be sent. */
+  stalled = false;
+  /** Since when answers have waited unsent (seen by the sweep, or at a stall); -1 when none wait. */
+  unsentSince = -1;
   inflight = 0;
   closed = false;
   /** Received bytes not yet framed (complete frames are held here only while reading is paused). */
@@ -92,9 +94,12 @@ class Conn {
     this.remote = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
   }
 
-  /** Nothing in flight and nothing unsent: closing it loses no answer. */
-  get idle(): boolean {
-    return this.inflight === 0 && this.stalledSince < 0 && this.socket.writableLength === 0;
+  /**
+   * May be evicted: nothing in flight, and nothing unsent or answers that have already sat unsent
+   * since a sweep (a client that does not read must not hold a slot against one that does).
+   */
+  get evictable(): boolean {
+    return this.inflight === 0 && (this.socket.writableLength === 0 || this.unsentSince >= 0);
   }
 
   onData(chunk: Buffer): void {
@@ -115,8 +120,10 @@ class Conn {
   }
 
   onDrain(): void {
-    if (this.closed || this.stalledSince < 0) return;
-    this.stalledSince = -1;
+    if (this.closed) return;
+    this.unsentSince = -1;
+    if (!this.stalled) return;
+    this.stalled = false;
     this.pump();
   }
 
@@ -167,7 +174,7 @@ class Conn {
     if (this.closed) return;
     if (framed) this.table.touch(this, now);
     if (!this.checkUnsent(now)) return;
-    if (this.stalledSince >= 0 || this.inflight >= MAX_INFLIGHT) {
+    if (this.stalled || this.inflight >= MAX_INFLIGHT) {
       socket.pause();
       // Time spent unread is ours, not the client's: the frame deadline restarts on resume.
       this.frameStarted = -1;
@@ -190,8 +197,9 @@ class Conn {
       this.close(this.table.stats.closedUnsent);
       return false;
     }
-    if (unsent > UNSENT_PAUSE_BYTES && this.stalledSince < 0) {
-      this.stalledSince = now;
+    if (unsent > UNSENT_PAUSE_BYTES && !this.stalled) {
+      this.stalled = true;
+      if (this.unsentSince < 0) this.unsentSince = now;
       this.table.stats.paused.value++;
     }
     return true;
@@ -225,14 +233,14 @@ class Conn {
       const now = Date.now();
       this.table.touch(this, now);
       if (!this.checkUnsent(now)) return;
-      if (this.stalledSince >= 0) {
+      if (this.stalled) {
         socket.pause();
         this.frameStarted = -1;
         return;
       }
     }
     // A connection paused at MAX_INFLIGHT reads on once one of its answers is out.
-    if (!this.pumping && this.stalledSince < 0 && socket.isPaused()) this.pump();
+    if (!this.pumping && !this.stalled && socket.isPaused()) this.pump();
   }
 
   close(reason: Cell | null): void {
@@ -308,7 +316,7 @@ export class StreamConnections {
 
   /** The connection active longest ago that has nothing in flight and nothing unsent. */
   private idlest(): Conn | null {
-    for (let c = this.head; c !== null; c = c.next) if (c.idle) return c;
+    for (let c = this.head; c !== null; c = c.next) if (c.evictable) return c;
     return null;
   }
 
@@ -366,13 +374,15 @@ export class StreamConnections {
     const { idleMs, frameMs } = this.limits;
     for (let c = this.head; c !== null; ) {
       const next = c.next;
-      if (c.stalledSince >= 0) {
-        // 'drain' only follows a refused write; a buffer emptied otherwise is noticed here.
-        if (c.socket.writableLength === 0) c.onDrain();
-        else if (now - c.stalledSince >= idleMs) c.close(this.stats.closedUnsent);
-      } else if (c.frameStarted >= 0 && now - c.frameStarted >= frameMs) {
+      const unsent = c.socket.writableLength;
+      // 'drain' only follows a refused write; a buffer emptied otherwise is noticed here.
+      if (unsent === 0) c.onDrain();
+      else if (c.unsentSince < 0) c.unsentSince = now;
+      if (c.unsentSince >= 0 && now - c.unsentSince >= idleMs) {
+        c.close(this.stats.closedUnsent);
+      } else if (!c.stalled && c.frameStarted >= 0 && now - c.frameStarted >= frameMs) {
         c.close(this.stats.closedFrame);
-      } else if (c.inflight === 0 && c.socket.writableLength === 0 && now - c.lastActive >= idleMs) {
+      } else if (c.inflight === 0 && unsent === 0 && now - c.lastActive >= idleMs) {
         c.close(this.stats.closedIdle);
       }
       c = next;
