@@ -1,12 +1,13 @@
 // From request bytes to answer bytes, shared by the UDP and TCP servers.
 //  - unreadable header or a response packet: dropped (no reply, no reflection)
+//  - over MAX_QUERY_BYTES or MAX_EDNS_OPTIONS: header-only FORMERR, the rest left unparsed
 //  - malformed body: FORMERR; opcode other than QUERY: NOTIMP; not exactly one question: FORMERR
 //  - EDNS version above 0: BADVERS (RFC 6891)
 //  - executor error: SERVFAIL; no response produced: empty NOERROR
 
 import { FLAG, RCODE } from "../../dns/constants.js";
 import { encodeMessage, replyTo } from "../../dns/message.js";
-import { decodeQuery, type DecodedQuery } from "../../dns/query.js";
+import { decodeQuery, MAX_QUERY_BYTES, type DecodedQuery } from "../../dns/query.js";
 import type { DnsResponse } from "../../dns/response.js";
 import { fitUdp, setId, udpLimit } from "../../dns/view.js";
 import { DnsContext, type Protocol } from "../../engine/context.js";
@@ -56,11 +57,13 @@ export class QueryHandler {
   /** This handler's own count; the gauge is shared with a successor built by a reload. */
   private pending = 0;
 
+  /** `maxUdpSize` caps UDP answers whatever size the client advertises (ignored over TCP). */
   constructor(
     private readonly entry: Executor,
     private readonly protocol: Protocol,
     private readonly stats: ServerStats,
     private readonly log: Logger,
+    private readonly maxUdpSize: number,
   ) {}
 
   /** Requests accepted but not yet answered. */
@@ -70,6 +73,11 @@ export class QueryHandler {
 
   handle(raw: Buffer, clientIp: string, clientPort: number): Answer | Promise<Answer> {
     if (raw.length < 12 || (raw[2] & 0x80) !== 0) return null;
+    // Checked here as well as in the decoder: no exception to build for an oversized packet.
+    if (raw.length > MAX_QUERY_BYTES) {
+      this.stats.dropped.value++;
+      return headerReply(raw, RCODE.FORMERR);
+    }
     let decoded: DecodedQuery;
     try {
       decoded = decodeQuery(raw);
@@ -87,7 +95,7 @@ export class QueryHandler {
       if (query.questions.length !== 1) reply.questions = [];
       return encodeMessage(reply);
     }
-    const limit = this.protocol === "udp" ? udpLimit(query.edns ? query.edns.udpSize : null) : 0xffff;
+    const limit = this.protocol === "udp" ? udpLimit(query.edns ? query.edns.udpSize : null, this.maxUdpSize) : 0xffff;
     this.stats.requests.value++;
     this.stats.inflight.value++;
     this.pending++;
@@ -105,6 +113,16 @@ export class QueryHandler {
       );
     }
     return this.finish(ctx, result, limit);
+  }
+
+  /**
+   * A stream frame longer than MAX_QUERY_BYTES, of which only the header was kept: header-only
+   * FORMERR, like an undecodable query (a response packet is still dropped).
+   */
+  tooLarge(header: Buffer): Answer {
+    if (header.length < 12 || (header[2] & 0x80) !== 0) return null;
+    this.stats.dropped.value++;
+    return headerReply(header, RCODE.FORMERR);
   }
 
   private done(ctx: DnsContext): void {
