@@ -15,6 +15,9 @@ export interface ApiConfig {
   auth?: { type: "basic"; username: string; password: string };
   cors?: { allowed_origins?: string[] };
   webui?: { root: string; index: string };
+  /** Host names the API answers besides IP literals (and localhost on loopback); `*`: any. */
+  allowed_hosts?: string[];
+  limits?: { max_conns?: number };
 }
 
 export interface RawPlugin {
@@ -60,6 +63,12 @@ export const apiHttpSchema = {
       additionalProperties: false,
       required: ["root"],
       properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },
+    },
+    allowed_hosts: { type: "array", items: nonEmpty },
+    limits: {
+      type: "object",
+      additionalProperties: false,
+      properties: { max_conns: { type: "integer", minimum: 1, maximum: 65535 } },
     },
   },
 } as const;
