@@ -1,7 +1,8 @@
-// The management HTTP API: one fastify listener (HTTP or HTTPS/mTLS), Basic Auth and CORS on
-// /api/*, the static WebUI at /, one JSON error shape, and an OpenAPI document built from the
-// same route schemas that validate requests. Auth, CORS and WebUI follow reloads; the listen
-// address and TLS files need a restart.
+// The management HTTP API: one fastify listener (HTTP or HTTPS/mTLS), the Host check on every
+// request, the Origin check, Basic Auth and CORS on /api/*, the static WebUI at /, one JSON error
+// shape, and an OpenAPI document built from the same route schemas that validate requests. Auth,
+// CORS, the guard, the connection cap and WebUI follow reloads; the listen address and TLS files
+// need a restart.
 
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
@@ -13,12 +14,16 @@ import type { ApiConfig } from "../config/schema.js";
 import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody } from "./errors.js";
+import { RequestGuard, type Refusal } from "./guard.js";
 import { buildOpenApi } from "./openapi.js";
 import { registerConfigRoutes } from "./routes/config.js";
 import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
 import { registerLogRoutes } from "./routes/logs.js";
 import { WebUi } from "./webui.js";
+
+/** `api.http.limits.max_conns` default: room for 200 log-stream clients and the WebUI besides. */
+export const DEFAULT_MAX_CONNS = 256;
 
 export interface ApiServer {
   readonly fastify: FastifyInstance;
@@ -39,6 +44,7 @@ interface Policy {
   config: ApiConfig;
   auth: BasicAuth | null;
   cors: CorsPolicy;
+  guard: RequestGuard;
   webui: WebUi | null;
 }
 
@@ -73,10 +79,12 @@ function makePolicy(app: App, config: ApiConfig): Policy {
   if (webuiRoot !== null && !isDirectory(webuiRoot)) {
     app.log.warn({ target: "api", root: webuiRoot }, "webui.root is not a directory; WebUI requests get 404 until it exists");
   }
+  const cors = CorsPolicy.from(config);
   return {
     config,
     auth: BasicAuth.from(config),
-    cors: CorsPolicy.from(config),
+    cors,
+    guard: RequestGuard.from(config, cors),
     webui: config.webui && webuiRoot !== null ? new WebUi(webuiRoot, config.webui.index) : null,
   };
 }
@@ -118,7 +126,7 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
     // A path with bad percent-encoding: the API gate still applies; outside /api no file can match it.
     frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
       const api = isApi(req.url);
-      if (api && gate(req, reply)) return;
+      if (hostGate(req, reply) || (api && gate(req, reply))) return;
       void reply.code(api ? 400 : 404).send(api ? errorBody("invalid_path", err.message) : errorBody("not_found", "no such file"));
     },
     ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true } },
@@ -132,7 +140,18 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
   // Raw bodies (YAML for /api/config/validate) arrive as text whatever the content type says.
   fastify.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
-  /** CORS headers, preflight and Basic Auth for API requests; true when it answered the request. */
+  const refuse = (reply: FastifyReply, refusal: Refusal): true => {
+    void reply.code(403).send(errorBody(refusal.code, refusal.message));
+    return true;
+  };
+
+  /** The DNS-rebinding check, for API and WebUI alike; true when it answered the request. */
+  const hostGate = (req: FastifyRequest, reply: FastifyReply): boolean => {
+    const refusal = policy.guard.host(req.headers.host);
+    return refusal !== null && refuse(reply, refusal);
+  };
+
+  /** CORS headers, preflight, the Origin check and Basic Auth for API requests; true when it answered the request. */
   const gate = (req: FastifyRequest, reply: FastifyReply): boolean => {
     void reply.headers(policy.cors.headers(req.headers.origin));
     // Preflight is answered before auth and before route lookup.
@@ -140,6 +159,8 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
       void reply.code(204).send();
       return true;
     }
+    const refusal = policy.guard.origin({ method: req.method, headers: req.headers, changesState: req.routeOptions.config.changesState });
+    if (refusal !== null) return refuse(reply, refusal);
     if (policy.auth && !policy.auth.check(req.headers.authorization)) {
       void reply.code(401).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
       return true;
@@ -148,6 +169,7 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
   };
 
   fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
+    if (hostGate(req, reply)) return reply;
     if (isApi(req.url, req.routeOptions.url) && gate(req, reply)) return reply;
   });
 
@@ -182,6 +204,8 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
   registerLogRoutes(fastify, ctx);
   fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, app));
   await fastify.ready();
+  // Node drops connections beyond this at accept, before any parsing.
+  fastify.server.maxConnections = initial.limits?.max_conns ?? DEFAULT_MAX_CONNS;
 
   const addr = parseListen(initial.listen);
   const address = (): ReturnType<ApiServer["address"]> => {
@@ -205,6 +229,7 @@ export async function createApiServer(app: App, initial: ApiConfig): Promise<Api
         app.log.warn({ target: "api", body_bytes: bodyLimit }, "api.http.limits.body_bytes changed; it takes effect after a restart");
       }
       policy = makePolicy(app, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
+      fastify.server.maxConnections = config.limits?.max_conns ?? DEFAULT_MAX_CONNS;
     },
     async close() {
       await fastify.close();

@@ -17,7 +17,9 @@ export interface ApiConfig {
   auth?: { type: "basic"; username: string; password: string };
   cors?: { allowed_origins?: string[] };
   webui?: { root: string; index: string };
-  limits?: ConfigLimitsConfig;
+  /** Host names the API answers besides IP literals (and localhost on loopback); `*`: any. */
+  allowed_hosts?: string[];
+  limits?: ConfigLimitsConfig & { max_conns?: number };
 }
 
 export interface RawPlugin {
@@ -64,10 +66,11 @@ export const apiHttpSchema = {
       required: ["root"],
       properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },
     },
+    allowed_hosts: { type: "array", items: nonEmpty },
     limits: {
       type: "object",
       additionalProperties: false,
-      properties: { ...configLimitsProperties },
+      properties: { ...configLimitsProperties, max_conns: { type: "integer", minimum: 1, maximum: 65535 } },
     },
   },
 } as const;

@@ -82,7 +82,7 @@ function chain(n: number, async = false): CompiledSequence {
 }
 
 async function rcode(entry: Executor): Promise<number> {
-  const handler = new QueryHandler(entry, "udp", serverStats(new MetricsHub({ processMetrics: false }), "t", "udp"), silentLogger());
+  const handler = new QueryHandler(entry, "udp", serverStats(new MetricsHub({ processMetrics: false }), "t", "udp"), silentLogger(), 1232);
   const wire = await handler.handle(buildQuery("depth.test", "A"), "127.0.0.1", 5353);
   return decodeMessage(wire as Buffer).flags & 0xf;
 }

@@ -12,7 +12,7 @@ import type { DnsResponse } from "../../dns/response.js";
 import { fitUdp, setId, udpLimit } from "../../dns/view.js";
 import { DnsContext, type Protocol } from "../../engine/context.js";
 import { isPromise, Step, type Executor } from "../../engine/types.js";
-import type { Cell, MetricsHub } from "../../observability/metrics.js";
+import { DNS_DURATION_BUCKETS, type Cell, type MetricsHub, type Observer } from "../../observability/metrics.js";
 import type { Logger } from "../../observability/logger.js";
 
 export interface ServerStats {
@@ -22,8 +22,7 @@ export interface ServerStats {
   failed: Cell;
   dropped: Cell;
   inflight: Cell;
-  latencyCount: Cell;
-  latencySumMs: Cell;
+  duration: Observer;
 }
 
 export function serverStats(metrics: MetricsHub, tag: string, protocol: Protocol): ServerStats {
@@ -36,8 +35,7 @@ export function serverStats(metrics: MetricsHub, tag: string, protocol: Protocol
     failed: metrics.counter("server_failed_total", "Requests answered SERVFAIL because an executor failed", names)(labels),
     dropped: metrics.counter("server_malformed_total", "Packets dropped or answered FORMERR/NOTIMP/BADVERS before the pipeline", names)(labels),
     inflight: metrics.gauge("server_inflight", "Requests being processed", names)(labels),
-    latencyCount: metrics.counter("server_latency_count", "Requests answered (latency samples)", names)(labels),
-    latencySumMs: metrics.counter("server_latency_sum_ms", "Total processing time of answered requests, ms", names)(labels),
+    duration: metrics.histogram("server_request_duration_seconds", "Processing time of answered requests, seconds", names, DNS_DURATION_BUCKETS)(labels),
   };
 }
 
@@ -129,8 +127,7 @@ export class QueryHandler {
     const s = this.stats;
     this.pending--;
     s.inflight.value--;
-    s.latencyCount.value++;
-    s.latencySumMs.value += performance.now() - ctx.startedAt;
+    s.duration.observe((performance.now() - ctx.startedAt) / 1000);
   }
 
   private finish(ctx: DnsContext, step: Step, limit: number): Answer {
