@@ -47,7 +47,7 @@ function failingGuard(guard: GuardRef | undefined, snapshot: AnyMachineSnapshot,
 export function refusingGuard(snapshot: AnyMachineSnapshot, event: EventObject): string | null {
   for (const t of getNextTransitions(snapshot)) {
     if (t.eventType !== event.type) continue;
-    const failing = failingGuard(t.guard as GuardRef | undefined, snapshot, event);
+    const failing = failingGuard(t.guard, snapshot, event);
     if (failing) return failing;
   }
   return null;

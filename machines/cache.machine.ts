@@ -52,8 +52,8 @@ export const cacheMachine = setup({
         src: "operate",
         // The operation (a dump's bytes included) travels as input only, never into context.
         input: ({ event }) => {
-          const { requestId: _id, ...op } = event as CacheEvent;
-          return op as CacheOperation;
+          const { requestId: _id, ...op } = event;
+          return op;
         },
         onDone: { target: "idle", actions: "answerDone" },
         onError: { target: "idle", actions: "answerFailed" },

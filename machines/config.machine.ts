@@ -29,8 +29,8 @@ export interface SaveSuccess {
 
 export interface SaveFailure {
   ok: false;
-  /** The API error code (its status comes from the API's error table). */
-  code: "config_conflict" | "config_validate_failed" | "config_save_failed";
+  /** The API error code (config_conflict, config_validate_failed, config_too_complex, ...); its status is in the API's error table. */
+  code: string;
   message: string;
   extra: Record<string, unknown>;
 }
@@ -75,7 +75,7 @@ export const configMachine = setup({
       invoke: {
         src: "save",
         // The request (with its possibly large content) travels as input only, never into context.
-        input: ({ event }) => (event as ConfigEvent).request,
+        input: ({ event }) => (event).request,
         onDone: { target: "idle", actions: "answerDone" },
         onError: { target: "idle", actions: "answerFailed" },
       },

@@ -38,7 +38,11 @@ export class CorsPolicy {
     return new CorsPolicy(false, new Set(), hosts);
   }
 
-  private allows(origin: string): boolean {
+  /**
+   * True when this origin is allowed by name: an exact `allowed_origins` entry or the listen-derived
+   * host match, never the `*` wildcard (the guard lets only these make state-changing requests).
+   */
+  allowsByName(origin: string): boolean {
     if (this.exact.has(origin)) return true;
     if (this.hosts.size === 0) return false;
     try {
@@ -51,7 +55,7 @@ export class CorsPolicy {
 
   /** Headers for a response to a request with this Origin (no Allow-* headers when not allowed). */
   headers(origin: string | undefined): CorsHeaders {
-    if (origin !== undefined && this.allows(origin)) {
+    if (origin !== undefined && this.allowsByName(origin)) {
       return {
         "access-control-allow-origin": origin,
         "access-control-allow-credentials": "true",

@@ -18,12 +18,16 @@ export const ERROR_STATUS = {
   unsupported_config_format: 400,
   config_validate_failed: 400,
   config_check_failed: 400,
+  config_too_complex: 400,
+  yaml_alias_limit: 400,
   invalid_matcher_runtime_mode: 400,
   provider_reload_failed: 400,
   invalid_ip: 400,
   invalid_cache_entry_id: 400,
   invalid_cache_dump: 400,
   unauthorized: 401,
+  forbidden_host: 403,
+  forbidden_origin: 403,
   // Nothing there.
   not_found: 404,
   plugin_route_not_found: 404,
@@ -46,6 +50,7 @@ export const ERROR_STATUS = {
   control_command_failed: 500,
   shutting_down: 503,
   config_save_unavailable: 503,
+  config_validation_busy: 503,
   plugin_unavailable: 503,
 } as const satisfies Record<string, number>;
 

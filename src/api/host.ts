@@ -4,6 +4,7 @@
 
 import type { AppActor, ConfigActor } from "../../actors/app.actor.js";
 import type { Bus } from "../bus.js";
+import type { ConfigValidator } from "../config/validate-pool.js";
 import type { LogRing } from "../observability/log-ring.js";
 import type { Logger } from "../observability/logger.js";
 import type { MetricsHub } from "../observability/metrics.js";
@@ -31,6 +32,8 @@ export interface ApiHost {
   readonly actor: AppActor;
   /** Serialises configuration saves. */
   readonly configActor: ConfigActor;
+  /** Validates configuration text in worker threads, off the event loop. */
+  readonly validator: ConfigValidator;
   /** The configuration file the process runs. */
   configPath(): string;
   /** The generation answering queries (null before the first one is up and after the last is gone). */

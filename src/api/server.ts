@@ -1,16 +1,19 @@
-// The management HTTP API: one fastify listener (HTTP or HTTPS/mTLS), Basic Auth and CORS on
-// /api/*, the static WebUI at /, one JSON error shape, and an OpenAPI document built from the
-// same route schemas that validate requests. Auth, CORS and WebUI follow reloads; the listen
-// address and TLS files need a restart.
+// The management HTTP API: one fastify listener (HTTP or HTTPS/mTLS), the Host check on every
+// request, the Origin check, Basic Auth and CORS on /api/*, the static WebUI at /, one JSON error
+// shape, and an OpenAPI document built from the same route schemas that validate requests. Auth,
+// CORS, the guard, the connection cap and WebUI follow reloads; the listen address and TLS files
+// need a restart.
 
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from "fastify";
+import { configLimits, formatBytes } from "../config/limits.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
 import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
+import { RequestGuard, type Refusal } from "./guard.js";
 import type { ApiHost } from "./host.js";
 import { buildOpenApi } from "./openapi.js";
 import { registerConfigRoutes } from "./routes/config.js";
@@ -20,8 +23,8 @@ import { registerLogRoutes } from "./routes/logs.js";
 import { registerPluginRoutes } from "./routes/plugins.js";
 import { WebUi } from "./webui.js";
 
-/** Large configurations are sent whole to PUT /api/config. */
-const BODY_LIMIT = 64 * 1024 * 1024;
+/** `api.http.limits.max_conns` default: room for 200 log-stream clients and the WebUI besides. */
+export const DEFAULT_MAX_CONNS = 256;
 
 export interface ApiServer {
   readonly fastify: FastifyInstance;
@@ -42,6 +45,7 @@ interface Policy {
   config: ApiConfig;
   auth: BasicAuth | null;
   cors: CorsPolicy;
+  guard: RequestGuard;
   webui: WebUi | null;
 }
 
@@ -76,10 +80,12 @@ function makePolicy(host: ApiHost, config: ApiConfig): Policy {
   if (webuiRoot !== null && !isDirectory(webuiRoot)) {
     host.log.warn({ target: "api", root: webuiRoot }, "webui.root is not a directory; WebUI requests get 404 until it exists");
   }
+  const cors = CorsPolicy.from(config);
   return {
     config,
     auth: BasicAuth.from(config),
-    cors: CorsPolicy.from(config),
+    cors,
+    guard: RequestGuard.from(config, cors),
     webui: config.webui && webuiRoot !== null ? new WebUi(webuiRoot, config.webui.index) : null,
   };
 }
@@ -111,15 +117,17 @@ function validationCode(context: string | undefined): "invalid_query" | "invalid
 
 export async function createApiServer(host: ApiHost, initial: ApiConfig): Promise<ApiServer> {
   const tls = tlsOptions(host, initial);
+  // Read once, like the listen address: fastify fixes the body limit when it is created.
+  const bodyLimit = configLimits(initial.limits).bodyBytes;
   const fastify = Fastify({
     logger: false,
-    bodyLimit: BODY_LIMIT,
+    bodyLimit,
     forceCloseConnections: true,
     ...(tls ? { https: tls } : {}),
     // A path with bad percent-encoding: the API gate still applies; outside /api no file can match it.
     frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
       const api = isApi(req.url);
-      if (api && gate(req, reply)) return;
+      if (hostGate(req, reply) || (api && gate(req, reply))) return;
       const code = api ? "invalid_path" : "not_found";
       void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
     },
@@ -134,7 +142,18 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   // Raw bodies (YAML for /api/config/validate) arrive as text whatever the content type says.
   fastify.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
-  /** CORS headers, preflight and Basic Auth for API requests; true when it answered the request. */
+  const refuse = (reply: FastifyReply, refusal: Refusal): true => {
+    void reply.code(ERROR_STATUS[refusal.code]).send(errorBody(refusal.code, refusal.message));
+    return true;
+  };
+
+  /** The DNS-rebinding check, for API and WebUI alike; true when it answered the request. */
+  const hostGate = (req: FastifyRequest, reply: FastifyReply): boolean => {
+    const refusal = policy.guard.host(req.headers.host);
+    return refusal !== null && refuse(reply, refusal);
+  };
+
+  /** CORS headers, preflight, the Origin check and Basic Auth for API requests; true when it answered the request. */
   const gate = (req: FastifyRequest, reply: FastifyReply): boolean => {
     void reply.headers(policy.cors.headers(req.headers.origin));
     // Preflight is answered before auth and before route lookup.
@@ -142,6 +161,8 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       void reply.code(204).send();
       return true;
     }
+    const refusal = policy.guard.origin({ method: req.method, headers: req.headers, changesState: req.routeOptions.config.changesState });
+    if (refusal !== null) return refuse(reply, refusal);
     if (policy.auth && !policy.auth.check(req.headers.authorization)) {
       void reply.code(ERROR_STATUS.unauthorized).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
       return true;
@@ -150,6 +171,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   };
 
   fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
+    if (hostGate(req, reply)) return reply;
     if (isApi(req.url, req.routeOptions.url) && gate(req, reply)) return reply;
   });
 
@@ -162,7 +184,10 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       const code = validationCode(where);
       return reply.code(ERROR_STATUS[code]).send(errorBody(code, message));
     }
-    if (err.statusCode === ERROR_STATUS.body_too_large) return reply.code(err.statusCode).send(errorBody("body_too_large", `request body is larger than ${BODY_LIMIT} bytes`));
+    if (err.statusCode === ERROR_STATUS.body_too_large) {
+      const message = `request body is larger than the limit of ${formatBytes(bodyLimit)}; raise api.http.limits.body_bytes (then restart) to accept larger bodies`;
+      return reply.code(ERROR_STATUS.body_too_large).send(errorBody("body_too_large", message));
+    }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return reply.code(err.statusCode).send(errorBody("invalid_request", err.message));
     }
@@ -185,6 +210,8 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   registerPluginRoutes(fastify, ctx);
   fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, policy.auth !== null));
   await fastify.ready();
+  // Node drops connections beyond this at accept, before any parsing.
+  fastify.server.maxConnections = initial.limits?.max_conns ?? DEFAULT_MAX_CONNS;
 
   const addr = parseListen(initial.listen);
   const address = (): ReturnType<ApiServer["address"]> => {
@@ -204,7 +231,11 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       if (config.listen !== policy.config.listen || JSON.stringify(config.ssl) !== JSON.stringify(policy.config.ssl)) {
         host.log.warn({ target: "api" }, "api listen address or TLS settings changed; they take effect after a restart");
       }
+      if (configLimits(config.limits).bodyBytes !== bodyLimit) {
+        host.log.warn({ target: "api", body_bytes: bodyLimit }, "api.http.limits.body_bytes changed; it takes effect after a restart");
+      }
       policy = makePolicy(host, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
+      fastify.server.maxConnections = config.limits?.max_conns ?? DEFAULT_MAX_CONNS;
     },
     async close() {
       await fastify.close();

@@ -13,8 +13,10 @@ import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
 import { saveConfigFile } from "../config/save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
+import { configLimits } from "../config/limits.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
+import { ConfigValidator } from "../config/validate-pool.js";
 import { LogRing } from "../observability/log-ring.js";
 import { createLogger, pinoLevel, type Logger } from "../observability/logger.js";
 import { MetricsHub } from "../observability/metrics.js";
@@ -58,6 +60,8 @@ export class App implements ApiHost {
   readonly log: Logger;
   readonly services: Services;
   readonly catalog: Catalog;
+  /** Validations asked for through the API run here, in worker threads (limits follow reloads). */
+  readonly validator: ConfigValidator;
   /** Unix ms when the process started. */
   readonly startedAt = Date.now();
   readonly actor: AppActor;
@@ -77,6 +81,7 @@ export class App implements ApiHost {
     const config = initial.config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
     this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir };
+    this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     this.actor = createAppActor(this, this.bus, { clock: Date.now, describe });
     this.logStateChanges();
     this.done = new Promise((resolve) => {
@@ -184,6 +189,7 @@ export class App implements ApiHost {
     if (input.initial) {
       ({ config, analysis } = this.initial);
     } else {
+      // The operator's own file (bounded by body_bytes when written through the API): parsed here, not in a worker.
       const path = this.configPath();
       config = loadConfigFile(path, { env: this.options.env });
       this.log.info({ target: "app", config: path, version: config.version }, "reload started");
@@ -210,7 +216,7 @@ export class App implements ApiHost {
 
   /** Writes the configuration file the process runs (the config actor calls it, one at a time). */
   saveConfig(request: SaveRequest): Promise<SaveResult> {
-    return saveConfigFile(request, { path: this.configPath(), catalog: this.catalog, env: this.env, log: this.log });
+    return saveConfigFile(request, { path: this.configPath(), validator: this.validator, env: this.env, log: this.log });
   }
 
   async stopServices(restart: boolean): Promise<void> {
@@ -219,5 +225,6 @@ export class App implements ApiHost {
     await this.services.listeners.closeAll();
     await this.api?.close();
     this.api = null;
+    await this.validator.close();
   }
 }

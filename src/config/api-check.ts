@@ -1,6 +1,8 @@
-// Checks of the `api.http` section that the schema cannot express: the listen address, the WebUI
-// index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
+// Checks of the `api.http` section that the schema cannot express: the listen address, allowed_hosts
+// entries, the WebUI index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
+import { configLimitsProblems } from "./limits.js";
+import { normaliseAllowedHost } from "../api/guard.js";
 import { listenProblem } from "./listen.js";
 import type { ApiConfig } from "./schema.js";
 
@@ -14,8 +16,14 @@ export function apiProblems(http: ApiConfig): ApiProblem[] {
   const problems: ApiProblem[] = [];
   const listen = listenProblem(http.listen);
   if (listen) problems.push({ path: ["listen"], message: `api.http.listen: ${listen}` });
+  (http.allowed_hosts ?? []).forEach((entry, i) => {
+    if (normaliseAllowedHost(entry) === null) {
+      problems.push({ path: ["allowed_hosts", String(i)], message: `api.http.allowed_hosts[${i}]: '${entry}' is not a host name (a name such as dash.home.arpa, [ipv6], or *)` });
+    }
+  });
   const index = http.webui?.index;
   if (index === "." || index === "..") problems.push({ path: ["webui", "index"], message: "api.http.webui.index must name a file" });
+  for (const p of configLimitsProblems(http.limits)) problems.push({ path: ["limits", p.key], message: p.message });
   const ssl = http.ssl;
   if (!ssl) return problems;
   const tls = ssl.cert !== undefined && ssl.key !== undefined;

@@ -12,15 +12,20 @@ export interface Diagnostic {
   endLine: number;
   endColumn: number;
   message: string;
+  /** The API error code this problem calls for instead of the route's usual one (yaml_alias_limit). */
+  code?: string;
 }
 
 /** A configuration that cannot be used, with every problem found. */
 export class ConfigError extends Error {
   readonly diagnostics: Diagnostic[];
+  /** The first problem's own API error code, when one has it; null means the route's usual code. */
+  readonly code: string | null;
   constructor(diagnostics: Diagnostic[]) {
     super(diagnostics.map((d) => d.message).join("; "));
     this.name = "ConfigError";
     this.diagnostics = diagnostics;
+    this.code = diagnostics.find((d) => d.code !== undefined)?.code ?? null;
   }
 }
 

@@ -5,7 +5,8 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { isMap, isScalar, LineCounter, parseDocument } from "yaml";
+import { isMap, isScalar, LineCounter, parseDocument, type Document } from "yaml";
+import { excessiveAlias, isAliasLimitError, MAX_ALIAS_COUNT } from "./aliases.js";
 import { validateSchema } from "./ajv.js";
 import { apiProblems } from "./api-check.js";
 import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
@@ -66,7 +67,13 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
     problems.push(source.at(doc.contents, "configuration must be a mapping with keys such as plugins, api, log"));
     return null;
   }
-  const tree = (doc.toJS() ?? {}) as { log?: { level?: unknown }; api?: { http?: unknown } };
+  let tree: { log?: { level?: unknown }; api?: { http?: unknown } };
+  try {
+    tree = (doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) ?? {}) as typeof tree;
+  } catch (err) {
+    problems.push(conversionProblem(doc, source, err));
+    return null;
+  }
   // Short forms: `api.http: "127.0.0.1:9080"` and log levels in any case.
   if (tree.api && typeof tree.api === "object" && typeof tree.api.http === "string") tree.api.http = { listen: tree.api.http };
   if (tree.log && typeof tree.log === "object" && typeof tree.log.level === "string") tree.log.level = tree.log.level.toLowerCase();
@@ -77,6 +84,17 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
   const apiChecks = raw.api?.http ? apiProblems(raw.api.http) : [];
   for (const p of apiChecks) problems.push(source.locate(["api", "http", ...p.path], p.message));
   return apiChecks.length > 0 ? null : { source, raw };
+}
+
+/** A document that parsed but cannot become plain data: an alias bomb, or an alias without its anchor. */
+function conversionProblem(doc: Document, source: SourceFile, err: unknown): Diagnostic {
+  // Recursion too deep for the stack is not a problem with a location; the caller decides (the worker says too complex).
+  if (err instanceof RangeError) throw err;
+  if (!isAliasLimitError(err)) return source.at(null, `YAML error: ${err instanceof Error ? err.message : String(err)}`);
+  const alias = excessiveAlias(doc);
+  const what = alias ? `YAML alias '*${alias.source}'` : "A YAML alias";
+  const message = `${what} expands the document beyond the alias limit (an anchor's content may be repeated through aliases about ${MAX_ALIAS_COUNT} times): write the values out, or alias smaller parts`;
+  return { ...source.at(alias, message), code: "yaml_alias_limit" };
 }
 
 /** The text a file's version and parse are taken from: without a leading byte-order mark. */

@@ -6,19 +6,16 @@
 import { randomBytes } from "node:crypto";
 import { open, readdir, readFile, realpath, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
-import type { SaveFailure, SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
-import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
-import { contentVersion, loadConfigSource, withoutBom } from "./load.js";
-import { diagnosticReport, problemSummary } from "./report.js";
+import type { SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
+import { contentVersion, withoutBom } from "./load.js";
+import { validationFailure, type ConfigValidator } from "./validate-pool.js";
 import type { Logger } from "../observability/logger.js";
-import { analyzeConfig } from "../registry/analyze.js";
-import type { Catalog } from "../registry/catalog.js";
 
 export interface SaveTarget {
   /** The configuration file the process runs (as given, may be a symlink). */
   path: string;
-  catalog: Catalog;
+  /** Runs the validation off the event loop (a worker with heap and time limits). */
+  validator: ConfigValidator;
   /** For ${VAR} expansion while validating; the file keeps the placeholders. */
   env: NodeJS.ProcessEnv;
   log: Logger;
@@ -31,18 +28,8 @@ export function fileVersion(text: string): string {
 
 const errnoCode = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
 
-function failure(code: SaveFailure["code"], message: string, extra: Record<string, unknown> = {}): SaveResult {
+function failure(code: string, message: string, extra: Record<string, unknown> = {}): SaveResult {
   return { ok: false, code, message, extra };
-}
-
-/** YAML syntax problems only (validate:false still refuses a file nothing could parse). */
-function syntaxProblems(text: string, file: string): { problems: Diagnostic[]; pluginEntries: number } {
-  const lines = new LineCounter();
-  const doc = parseDocument(withoutBom(text), { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  const source = new SourceFile(file, doc, lines);
-  const problems = doc.errors.map((e) => source.offset(e.pos[0], `YAML syntax error: ${e.message.split("\n")[0]}`));
-  const plugins = isMap(doc.contents) ? doc.contents.get("plugins") : null;
-  return { problems, pluginEntries: isSeq(plugins) ? plugins.items.length : 0 };
 }
 
 /** Where the bytes go: the real file behind a symlink, so the link survives the rename. */
@@ -134,26 +121,15 @@ async function currentVersion(path: string): Promise<string | null> {
 type Checked = Pick<SaveSuccess, "plugin_count" | "init_order" | "diagnostics" | "diagnostic_details">;
 
 /** Validates `content` as the file at `path` would be read; a failure result, or what the API reports. */
-function validate(request: SaveRequest, t: SaveTarget): { ok: true; checked: Checked } | { ok: false; result: SaveResult } {
-  const invalid = (err: ConfigError): { ok: false; result: SaveResult } => ({
-    ok: false,
-    result: failure("config_validate_failed", `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) }),
-  });
-  let fallbackCount = 0;
-  if (!request.validate) {
-    const syntax = syntaxProblems(request.content, t.path);
-    if (syntax.problems.length > 0) return invalid(new ConfigError(syntax.problems));
-    fallbackCount = syntax.pluginEntries;
+async function validate(request: SaveRequest, t: SaveTarget): Promise<{ ok: true; checked: Checked } | { ok: false; result: SaveResult }> {
+  const outcome = await t.validator.run({ kind: "save", text: request.content, path: t.path, validate: request.validate, env: { ...t.env } });
+  if (!outcome.ok) {
+    const f = validationFailure(outcome, "config_validate_failed", t.validator.limits());
+    return { ok: false, result: failure(f.code, f.message, f.extra) };
   }
-  try {
-    const analysis = analyzeConfig(loadConfigSource(request.content, t.path, { env: t.env }), t.catalog);
-    return { ok: true, checked: { plugin_count: analysis.plugins.length, init_order: analysis.initOrder, diagnostics: [], diagnostic_details: [] } };
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    if (request.validate) return invalid(err);
-    // validate:false saves anyway; the response still tells what a reload would refuse.
-    return { ok: true, checked: { plugin_count: fallbackCount, init_order: [], ...diagnosticReport(err.diagnostics) } };
-  }
+  // validate:false saves anyway; the response still tells what a reload would refuse.
+  const problems = outcome.problems ?? { diagnostics: [], diagnostic_details: [] };
+  return { ok: true, checked: { plugin_count: outcome.summary.plugin_count, init_order: outcome.summary.init_order, ...problems } };
 }
 
 export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promise<SaveResult> {
@@ -170,7 +146,7 @@ export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promi
       current_version: current,
     });
   }
-  const checked = validate(request, t);
+  const checked = await validate(request, t);
   if (!checked.ok) return checked.result;
   let updatedAt: number;
   try {

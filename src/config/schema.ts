@@ -1,6 +1,8 @@
 // The shape of a Sluice configuration file (everything but each plugin's args, which its own
 // definition describes).
 
+import { configLimitsProperties, type ConfigLimitsConfig } from "./limits.js";
+
 export const LOG_LEVELS = ["off", "trace", "debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -15,6 +17,9 @@ export interface ApiConfig {
   auth?: { type: "basic"; username: string; password: string };
   cors?: { allowed_origins?: string[] };
   webui?: { root: string; index: string };
+  /** Host names the API answers besides IP literals (and localhost on loopback); `*`: any. */
+  allowed_hosts?: string[];
+  limits?: ConfigLimitsConfig & { max_conns?: number };
 }
 
 export interface RawPlugin {
@@ -60,6 +65,12 @@ export const apiHttpSchema = {
       additionalProperties: false,
       required: ["root"],
       properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },
+    },
+    allowed_hosts: { type: "array", items: nonEmpty },
+    limits: {
+      type: "object",
+      additionalProperties: false,
+      properties: { ...configLimitsProperties, max_conns: { type: "integer", minimum: 1, maximum: 65535 } },
     },
   },
 } as const;

@@ -124,10 +124,11 @@ function readRecord(buf: Buffer, c: Cursor): ResourceRecord {
   return { name: owner.name, type, class: klass, ttl, data };
 }
 
-function parseEdnsOptions(data: Buffer): EdnsOption[] {
+function parseEdnsOptions(data: Buffer, maxOptions: number): EdnsOption[] {
   const options: EdnsOption[] = [];
   let pos = 0;
   while (pos < data.length) {
+    if (options.length === maxOptions) throw new WireFormatError(`more than ${maxOptions} EDNS options`);
     if (pos + 4 > data.length) throw new WireFormatError("EDNS option header truncated");
     const code = (data[pos] << 8) | data[pos + 1];
     const len = (data[pos + 2] << 8) | data[pos + 3];
@@ -142,8 +143,9 @@ function parseEdnsOptions(data: Buffer): EdnsOption[] {
 /**
  * Strict decode of a whole message: every count must be honoured exactly, names must be sound,
  * at most one OPT (owned by the root, in the additional section), and no bytes may follow.
+ * With `maxEdnsOptions`, an OPT record carrying more options fails at the first one too many.
  */
-export function decodeMessage(buf: Buffer): Message {
+export function decodeMessage(buf: Buffer, maxEdnsOptions = Infinity): Message {
   if (buf.length < 12) throw new WireFormatError("message shorter than a DNS header");
   const c: Cursor = { pos: 12 };
   const id = (buf[0] << 8) | buf[1];
@@ -179,7 +181,7 @@ export function decodeMessage(buf: Buffer): Message {
       extRcode: rr.ttl >>> 24,
       version: (rr.ttl >>> 16) & 0xff,
       flags: rr.ttl & 0xffff,
-      options: parseEdnsOptions(rr.data),
+      options: parseEdnsOptions(rr.data, maxEdnsOptions),
     };
   }
   for (const rr of answers) if (rr.type === QTYPE.OPT) throw new WireFormatError("OPT record outside the additional section");

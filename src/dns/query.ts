@@ -1,11 +1,17 @@
 // Decoding a request on the hot path. Nearly every query has one question, no answer or authority
 // records and at most an OPT record; that shape is decoded in one pass, building the question name
 // (and its lower-case form) from a single string slice. Anything else goes through the general
-// strict decoder. Both paths accept and reject exactly the same packets.
+// strict decoder. Both paths accept and reject exactly the same packets, including the bounds
+// below, which keep the work a hostile packet costs close to that of a normal query.
 
 import { QTYPE } from "./constants.js";
 import { decodeMessage, type Edns, type EdnsOption, type Message, type ResourceRecord } from "./message.js";
 import { normalizeName, skipName, WireFormatError } from "./name.js";
+
+/** Largest query accepted over any transport; a bigger one is refused before its body is read. */
+export const MAX_QUERY_BYTES = 4096;
+/** Most EDNS options a query may carry; scanning stops at the first one past it. */
+export const MAX_EDNS_OPTIONS = 32;
 
 export interface DecodedQuery {
   message: Message;
@@ -26,7 +32,7 @@ function lowerAscii(name: string, hasUpper: boolean): string {
 }
 
 function slowPath(buf: Buffer): DecodedQuery {
-  const message = decodeMessage(buf);
+  const message = decodeMessage(buf, MAX_EDNS_OPTIONS);
   let pos = 12;
   for (let i = 0; i < message.questions.length; i++) pos = skipName(buf, pos) + 4;
   const q = message.questions[0];
@@ -37,6 +43,7 @@ function slowPath(buf: Buffer): DecodedQuery {
 export function decodeQuery(buf: Buffer): DecodedQuery {
   const len = buf.length;
   if (len < 12) throw new WireFormatError("message shorter than a DNS header");
+  if (len > MAX_QUERY_BYTES) throw new WireFormatError(`query larger than ${MAX_QUERY_BYTES} bytes`);
   // One question, no answers or authority, at most one additional record.
   if (buf[4] !== 0 || buf[5] !== 1 || buf[6] !== 0 || buf[7] !== 0 || buf[8] !== 0 || buf[9] !== 0 || buf[10] !== 0 || buf[11] > 1) return slowPath(buf);
 
@@ -82,6 +89,7 @@ export function decodeQuery(buf: Buffer): DecodedQuery {
     if (end > len) throw new WireFormatError("record data runs past the end of the message");
     const options: EdnsOption[] = [];
     while (p < end) {
+      if (options.length === MAX_EDNS_OPTIONS) throw new WireFormatError(`more than ${MAX_EDNS_OPTIONS} EDNS options`);
       if (p + 4 > end) throw new WireFormatError("EDNS option header truncated");
       const code = (buf[p] << 8) | buf[p + 1];
       const olen = (buf[p + 2] << 8) | buf[p + 3];

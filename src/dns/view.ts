@@ -122,10 +122,13 @@ export function setId(buf: Buffer, id: number): void {
   buf[1] = id & 0xff;
 }
 
-/** Largest UDP answer a client can take: its EDNS size (at least 512), or 512 without EDNS. */
-export function udpLimit(ednsUdpSize: number | null): number {
+/**
+ * Largest UDP answer to send: the client's EDNS size (at least 512; 512 without EDNS), capped by
+ * the server's `max` (≥ 512) so a small query cannot draw a large answer (amplification).
+ */
+export function udpLimit(ednsUdpSize: number | null, max: number): number {
   if (ednsUdpSize === null) return 512;
-  return Math.max(512, Math.min(ednsUdpSize, 65535));
+  return Math.max(512, Math.min(ednsUdpSize, max));
 }
 
 /**

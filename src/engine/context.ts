@@ -36,6 +36,8 @@ export class DnsContext {
   attrs: Map<string, string | number> | null = null;
   /** Execution path; null unless recording was enabled for this query. */
   path: PathEvent[] | null = null;
+  /** Sequences running for this query, outermost first counted (bounded by MAX_CALL_DEPTH). */
+  callDepth = 0;
   /** Arrival time, ms on the monotonic clock. */
   readonly startedAt: number;
   private parsedClient: Uint8Array | null | undefined = undefined;
@@ -107,6 +109,7 @@ export class DnsContext {
     c.marks = this.marks ? this.marks.slice() : null;
     c.attrs = this.attrs ? new Map(this.attrs) : null;
     c.path = this.path ? [] : null;
+    c.callDepth = this.callDepth;
     return c;
   }
 

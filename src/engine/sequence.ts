@@ -4,7 +4,7 @@
 
 import type { DnsContext, PathEvent } from "./context.js";
 import type { ExecExpr } from "./expr.js";
-import { isPromise, Step, type Continuation, type Executor, type Matcher, type StepResult } from "./types.js";
+import { isPromise, MAX_CALL_DEPTH, Step, type Continuation, type Executor, type Matcher, type StepResult } from "./types.js";
 
 export interface CompiledMatcher {
   tag: string;
@@ -22,6 +22,14 @@ export interface CompiledRule {
   /** Path event identity: executor tag or builtin name. */
   kind: "executor" | "builtin";
   tag: string;
+}
+
+/** A query nested sequences deeper than MAX_CALL_DEPTH; it fails (SERVFAIL) instead of exhausting the JS stack. */
+export class CallDepthError extends Error {
+  constructor(tag: string) {
+    super(`sequence '${tag}' would nest deeper than the maximum call depth of ${MAX_CALL_DEPTH}`);
+    this.name = "CallDepthError";
+  }
 }
 
 const OUTCOME: Record<Step, PathEvent["outcome"]> = { [Step.Next]: "next", [Step.Stop]: "stop", [Step.Return]: "return" };
@@ -95,12 +103,25 @@ export class CompiledSequence implements Executor {
   }
 
   execute(ctx: DnsContext): StepResult {
-    return this.runFrom(ctx, 0);
+    const depth = ctx.callDepth;
+    if (depth >= MAX_CALL_DEPTH) throw new CallDepthError(this.tag);
+    ctx.callDepth = depth + 1;
+    let res: StepResult;
+    try {
+      res = this.runFrom(ctx, 0);
+    } catch (err) {
+      ctx.callDepth = depth;
+      throw err;
+    }
+    // A promise leaves the depth raised: the caller's runFrom puts back its own level when it resumes.
+    if (!isPromise(res)) ctx.callDepth = depth;
+    return res;
   }
 
   runFrom(ctx: DnsContext, start: number): StepResult {
     const rules = this.rules;
     const tests = this.tests;
+    const level = ctx.callDepth;
     for (let i = start; i < rules.length; i++) {
       const rule = rules[i];
       const test = tests[i];
@@ -109,7 +130,10 @@ export class CompiledSequence implements Executor {
       if (rule.continuation) return res;
       if (isPromise(res)) {
         const after = i + 1;
-        return res.then((s) => (s === Step.Next ? this.runFrom(ctx, after) : s));
+        return res.then((s) => {
+          ctx.callDepth = level;
+          return s === Step.Next ? this.runFrom(ctx, after) : s;
+        });
       }
       if (res !== Step.Next) return res;
     }

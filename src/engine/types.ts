@@ -13,6 +13,12 @@ export const Step = {
 } as const;
 export type Step = (typeof Step)[keyof typeof Step];
 
+/**
+ * The deepest nesting of sequence runs (jump, goto, `$sequence`) one query may make; `check` refuses
+ * deeper chains (counting fallbacks too) and the engine fails a query that goes deeper (SERVFAIL).
+ */
+export const MAX_CALL_DEPTH = 64;
+
 /** Executors return synchronously when they can; only I/O makes them return a promise. */
 export type StepResult = Step | Promise<Step>;
 

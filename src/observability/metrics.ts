@@ -1,8 +1,13 @@
 // Prometheus metrics. Plugins count into plain number cells (`cell.value++` on the hot path);
 // prom-client reads the cells at scrape time. Cells are keyed by name and labels, so a plugin
-// rebuilt by a reload with the same tag keeps counting where the old one stopped.
+// rebuilt by a reload with the same tag keeps counting where the old one stopped. Histograms are
+// our own typed-array series (./histogram.ts), appended to prom-client's exposition. Every name
+// passes `promtool check metrics` (test/integration/metrics-promtool.test.ts).
 
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+import { HistogramFamily, type Observer } from "./histogram.js";
+
+export { DNS_DURATION_BUCKETS, type Observer } from "./histogram.js";
 
 export interface Cell {
   value: number;
@@ -10,18 +15,11 @@ export interface Cell {
 
 type Labels = Record<string, string>;
 
-/** One labelled series of a histogram; `observe` takes the value in the histogram's unit. */
-export interface Observer {
-  observe(value: number): void;
-}
-
-interface HistogramFamily {
-  histogram: Histogram;
-  labelNames: readonly string[];
-  buckets: string;
-  /** Label sets handed out, so series of removed plugins can be dropped. */
-  series: Map<string, Labels>;
-}
+/**
+ * prom-client's default gauges named `*_total` (promtool: only counters end in `_total`); each is
+ * the sum over the `type` label of the same family without the suffix, e.g. `nodejs_active_handles`.
+ */
+const GAUGES_NAMED_TOTAL = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
 
 interface Family {
   type: "counter" | "gauge";
@@ -30,12 +28,16 @@ interface Family {
 }
 
 export class MetricsHub {
+  /** prom-client's part (process metrics, counters, gauges); `text()` is the whole exposition. */
   readonly registry = new Registry();
   private readonly families = new Map<string, Family>();
   private readonly histograms = new Map<string, HistogramFamily>();
 
   constructor(options: { processMetrics?: boolean } = {}) {
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (options.processMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(name);
+    }
   }
 
   private family(name: string, help: string, type: "counter" | "gauge", labelNames: readonly string[]): Family {
@@ -97,27 +99,22 @@ export class MetricsHub {
   }
 
   /**
-   * Declares a histogram family (a real prom-client Histogram: `_bucket`, `_sum`, `_count`);
-   * returns a function that hands out the series for a label set. Keep the series and call
-   * `observe` on the hot path.
+   * Declares a histogram family (`_bucket`, `_sum`, `_count`); returns a function that hands out
+   * the series for a label set. Keep the series and call `observe` on the hot path.
    */
   histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): (labels: Labels) => Observer {
     let fam = this.histograms.get(name);
     if (fam) {
-      if (fam.labelNames.join() !== labelNames.join() || fam.buckets !== buckets.join()) {
+      if (fam.labelNames.join() !== labelNames.join() || fam.bounds.join() !== [...buckets].sort((a, b) => a - b).join()) {
         throw new Error(`metric '${name}' declared twice with different shapes`);
       }
     } else {
-      if (this.families.has(name)) throw new Error(`metric '${name}' declared twice with different shapes`);
-      const histogram = new Histogram({ name, help, labelNames: [...labelNames], buckets: [...buckets], registers: [this.registry] });
-      fam = { histogram, labelNames, buckets: buckets.join(), series: new Map() };
+      if (this.families.has(name) || this.registry.getSingleMetric(name)) throw new Error(`metric '${name}' declared twice with different shapes`);
+      fam = new HistogramFamily(name, help, labelNames, buckets);
       this.histograms.set(name, fam);
     }
     const f = fam;
-    return (labels) => {
-      f.series.set(f.labelNames.map((n) => labels[n] ?? "").join("\u0000"), labels);
-      return f.histogram.labels(labels);
-    };
+    return (labels) => f.get(labels);
   }
 
   /** Drops the cells of plugins that no longer exist (after a reload). */
@@ -128,16 +125,16 @@ export class MetricsHub {
       }
     }
     for (const fam of this.histograms.values()) {
-      for (const [key, labels] of fam.series) {
-        if (labels.plugin_tag !== undefined && !live.has(labels.plugin_tag)) {
-          fam.histogram.remove(labels);
-          fam.series.delete(key);
-        }
+      for (const [key, { labels }] of fam.series) {
+        if (labels.plugin_tag !== undefined && !live.has(labels.plugin_tag)) fam.series.delete(key);
       }
     }
   }
 
+  /** The whole exposition: prom-client's families, then the histograms. */
   async text(): Promise<string> {
-    return this.registry.metrics();
+    const base = await this.registry.metrics();
+    if (this.histograms.size === 0) return base;
+    return `${base}\n${[...this.histograms.values()].map((h) => h.render()).join("\n\n")}\n`;
   }
 }

@@ -5,6 +5,7 @@
 import { validateSchema } from "../config/ajv.js";
 import { ConfigError, renderPath, type Diagnostic } from "../config/diagnostics.js";
 import type { PluginConfig, SluiceConfig } from "../config/load.js";
+import { callDepthProblems } from "./call-depth.js";
 import type { Catalog } from "./catalog.js";
 import { ArgError, type AnyDefinition, type ArgProblem, type CheckEnv, type DependencySpec, type PluginKind } from "./types.js";
 
@@ -160,9 +161,11 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
   const order = initOrder(resolved);
   if ("cycle" in order) {
     const first = byTag.get(order.cycle[0]) as ResolvedPlugin;
-    a.report(first.config, ["tag"], `dependency cycle: ${order.cycle.join(" -> ")}`);
+    a.report(first.config, ["tag"], `dependency cycle: ${renderChain(order.cycle)}`);
     throw new ConfigError(a.problems);
   }
+  for (const p of callDepthProblems(order.order, byTag)) a.report(p.plugin.config, ["args", ...p.argsPath], p.message);
+  if (a.problems.length > 0) throw new ConfigError(a.problems);
   const live = liveSet(resolved, byTag);
   return {
     plugins: resolved,
@@ -194,8 +197,8 @@ function initOrder(plugins: ResolvedPlugin[]): { order: string[] } | { cycle: st
   }
   const queue = [...remaining].filter(([, n]) => n === 0).map(([t]) => t).sort();
   const order: string[] = [];
-  while (queue.length > 0) {
-    const tag = queue.shift() as string;
+  for (let head = 0; head < queue.length; head++) {
+    const tag = queue[head];
     order.push(tag);
     for (const d of dependents.get(tag) ?? []) {
       const n = (remaining.get(d) as number) - 1;
@@ -207,30 +210,39 @@ function initOrder(plugins: ResolvedPlugin[]): { order: string[] } | { cycle: st
   return { cycle: findCycle(plugins, new Set(order)) };
 }
 
+/** A long cycle or chain named by its ends, so one message never lists thousands of tags. */
+function renderChain(tags: string[]): string {
+  return tags.length > 12 ? `${tags.slice(0, 5).join(" -> ")} -> ... (${tags.length - 7} more) -> ${tags.slice(-2).join(" -> ")}` : tags.join(" -> ");
+}
+
+/** Depth-first search with an explicit stack: a chain of thousands of plugins must not overflow the JS stack. */
 function findCycle(plugins: ResolvedPlugin[], done: Set<string>): string[] {
   const edges = new Map(plugins.map((p) => [p.config.tag, [...new Set(p.deps.map((d) => d.target))].sort()]));
-  const stack: string[] = [];
-  const onStack = new Set<string>();
   const visited = new Set<string>();
-  const dfs = (tag: string): string[] | null => {
-    stack.push(tag);
-    onStack.add(tag);
-    visited.add(tag);
-    for (const next of edges.get(tag) ?? []) {
-      if (done.has(next)) continue;
-      if (onStack.has(next)) return [...stack.slice(stack.indexOf(next)), next];
-      if (!visited.has(next)) {
-        const found = dfs(next);
-        if (found) return found;
+  for (const start of [...edges.keys()].filter((t) => !done.has(t)).sort()) {
+    if (visited.has(start)) continue;
+    // Each frame: a tag and the index of its next edge to try; `path` mirrors the frames.
+    const frames: { tag: string; next: number }[] = [{ tag: start, next: 0 }];
+    const path = [start];
+    const onPath = new Set([start]);
+    visited.add(start);
+    while (frames.length > 0) {
+      const top = frames[frames.length - 1];
+      const targets = edges.get(top.tag) ?? [];
+      if (top.next >= targets.length) {
+        frames.pop();
+        onPath.delete(path.pop() as string);
+        continue;
       }
+      const next = targets[top.next++];
+      if (done.has(next)) continue;
+      if (onPath.has(next)) return [...path.slice(path.indexOf(next)), next];
+      if (visited.has(next)) continue;
+      visited.add(next);
+      onPath.add(next);
+      path.push(next);
+      frames.push({ tag: next, next: 0 });
     }
-    stack.pop();
-    onStack.delete(tag);
-    return null;
-  };
-  for (const tag of [...edges.keys()].filter((t) => !done.has(t)).sort()) {
-    const found = visited.has(tag) ? null : dfs(tag);
-    if (found) return found;
   }
   return [...edges.keys()].filter((t) => !done.has(t));
 }
@@ -238,11 +250,12 @@ function findCycle(plugins: ResolvedPlugin[], done: Set<string>): string[] {
 /** Servers, executors and matchers are live; providers only when a live plugin reaches them. */
 function liveSet(plugins: ResolvedPlugin[], byTag: Map<string, ResolvedPlugin>): Set<string> {
   const live = new Set<string>();
-  const visit = (tag: string): void => {
-    if (live.has(tag)) return;
+  const pending = plugins.filter((p) => p.def.kind !== "provider").map((p) => p.config.tag);
+  while (pending.length > 0) {
+    const tag = pending.pop() as string;
+    if (live.has(tag)) continue;
     live.add(tag);
-    for (const d of byTag.get(tag)?.deps ?? []) visit(d.target);
-  };
-  for (const p of plugins) if (p.def.kind !== "provider") visit(p.config.tag);
+    for (const d of byTag.get(tag)?.deps ?? []) if (!live.has(d.target)) pending.push(d.target);
+  }
   return live;
 }

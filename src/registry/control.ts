@@ -84,6 +84,8 @@ export interface PluginRoute<I = never> {
   readonly invalidQuery?: string;
   /** Error code when the tag names no plugin serving this route (default plugin_route_not_found). */
   readonly notFound?: string;
+  /** A GET that changes something (the spec's cache flush): cross-site checks treat it like a POST. */
+  readonly changesState?: boolean;
   /** Largest body accepted, bytes (default: the API's limit). */
   readonly bodyLimit?: number;
   handle(req: RouteRequest, plugin: RoutePlugin<I>): RouteReply | object | Promise<RouteReply | object>;

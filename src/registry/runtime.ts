@@ -81,7 +81,7 @@ export class Runtime {
       metrics: this.services.metrics,
       matcherMode: rp.def.kind === "matcher" ? this.modes.cell(tag) : null,
     };
-    const concern = rp.def.control?.concern?.(live.instance as never, env) ?? null;
+    const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
     return { type: rp.def.type, kind: rp.def.kind, concern };
   }
 

@@ -1,9 +1,11 @@
 // What the servers must answer to any packet, per the rules in src/plugins/servers/handle.ts and the
-// fuzz configuration (names under blocked.test → NXDOMAIN, everything else → REFUSED).
+// fuzz configuration (names under blocked.test → NXDOMAIN, everything else → REFUSED; udp_server's
+// default max_udp_size of 1232).
 
 import { FLAG, RCODE } from "../../src/dns/constants.js";
 import { decodeMessage, messageRcode, type Message, type Question } from "../../src/dns/message.js";
 import { nameToLabels } from "../../src/dns/name.js";
+import { MAX_EDNS_OPTIONS, MAX_QUERY_BYTES } from "../../src/dns/query.js";
 import { udpLimit } from "../../src/dns/view.js";
 
 export type Expectation =
@@ -18,15 +20,21 @@ export function underBlockedTest(name: string): boolean {
   return n >= 2 && labels[n - 2] === "blocked" && labels[n - 1] === "test";
 }
 
+/** The server's cap on UDP answers (udp_server `max_udp_size` default). */
+export const MAX_UDP_SIZE = 1232;
+
 export function expectationFor(request: Buffer): Expectation {
   if (request.length < 12 || (request[2] & 0x80) !== 0) return { reply: false };
+  const formerr = { reply: true, headerOnly: true, flags: FLAG.QR | (((request[2] << 8) | request[3]) & (0x7800 | FLAG.RD)) | RCODE.FORMERR } as const;
+  // Too big, or too many EDNS options: refused like an undecodable query, body unread.
+  if (request.length > MAX_QUERY_BYTES) return formerr;
   let q: Message;
   try {
     q = decodeMessage(request);
   } catch {
-    const flags = FLAG.QR | (((request[2] << 8) | request[3]) & (0x7800 | FLAG.RD)) | RCODE.FORMERR;
-    return { reply: true, headerOnly: true, flags };
+    return formerr;
   }
+  if (q.edns !== null && q.edns.options.length > MAX_EDNS_OPTIONS) return formerr;
   const opcode = (q.flags >> 11) & 0x0f;
   let rcode: number;
   if (opcode !== 0) rcode = RCODE.NOTIMP;
@@ -40,7 +48,7 @@ export function expectationFor(request: Buffer): Expectation {
     rcode,
     questions: q.questions.length === 1 ? q.questions : [],
     edns: q.edns ? { dnssecOk: (q.edns.flags & 0x8000) !== 0 } : null,
-    udpLimit: udpLimit(q.edns ? q.edns.udpSize : null),
+    udpLimit: udpLimit(q.edns ? q.edns.udpSize : null, MAX_UDP_SIZE),
   };
 }
 
@@ -67,6 +75,6 @@ export function checkReply(request: Buffer, reply: Buffer, protocol: "udp" | "tc
   if (m.answers.length + m.authorities.length + m.additionals.length > 0) return why("records in a reject answer");
   if ((m.edns === null) !== (exp.edns === null)) return why(`OPT ${m.edns ? "present" : "missing"} in the reply`);
   if (m.edns && exp.edns && ((m.edns.flags & 0x8000) !== 0) !== exp.edns.dnssecOk) return why("DO bit not mirrored");
-  if (protocol === "udp" && reply.length > exp.udpLimit) return why(`UDP reply of ${reply.length} bytes over the client's limit ${exp.udpLimit}`);
+  if (protocol === "udp" && reply.length > exp.udpLimit) return why(`UDP reply of ${reply.length} bytes over the limit ${exp.udpLimit}`);
   return null;
 }

@@ -1,9 +1,11 @@
 // Fuzz inputs for the DNS servers: a corpus of valid queries, structure-aware mutators, random
-// bytes, and a crafted query whose echoed questions would re-encode to more than 64 KiB.
+// bytes, queries at the size and EDNS-option bounds, and a crafted query whose echoed questions
+// would re-encode to more than 64 KiB.
 
 import { EDNS_DO, QTYPE } from "../../src/dns/constants.js";
 import { encodeMessage, type Edns, type Message } from "../../src/dns/message.js";
 import { readName } from "../../src/dns/name.js";
+import { MAX_EDNS_OPTIONS, MAX_QUERY_BYTES } from "../../src/dns/query.js";
 import { PacketBuilder, randInt, randomBytes } from "../helpers/wire.js";
 
 export type Rng = () => number;
@@ -105,6 +107,15 @@ const MUTATORS: Mutator[] = [
     // Sometimes flip or substitute a few bytes of the malformed packet as well.
     return rnd() < 0.3 ? MUTATORS[randInt(rnd, 0, 1)](b.build(), rnd) : b.build();
   },
+  function atBounds(_p, rnd) {
+    // Around MAX_EDNS_OPTIONS options, or padded to around MAX_QUERY_BYTES bytes.
+    const count = rnd() < 0.5 ? MAX_EDNS_OPTIONS + randInt(rnd, -2, 8) : 1;
+    const options = Array.from({ length: count }, () => ({ code: randInt(rnd, 1, 20), data: Buffer.alloc(randInt(rnd, 0, 3)) }));
+    const m: Message = { id: 0, flags: 0x0100, questions: [{ name: "bounds.blocked.test", type: QTYPE.A, class: 1 }], answers: [], authorities: [], additionals: [], edns: { udpSize: 4096, extRcode: 0, version: 0, flags: 0, options } };
+    const base = encodeMessage(m).length;
+    if (count === 1) options[0].data = Buffer.alloc(Math.max(0, MAX_QUERY_BYTES - base + randInt(rnd, -3, 3)));
+    return encodeMessage(m);
+  },
   function setFlags(p, rnd) {
     const out = Buffer.from(p);
     if (out.length < 4) return out;
@@ -142,7 +153,8 @@ export function amplifyingQuery(rnd: Rng): Buffer {
   const b = new PacketBuilder({ id: 0, flags: 0x0100 });
   const carriers: [number, number][] = [];
   let qd = 0;
-  while (b.here < 3000) {
+  // Carriers first, then as many pointer questions as fit in the largest query the servers read.
+  while (b.here < 1000) {
     const start = b.here;
     for (let l = 0; l < 4; l++) b.u8(60).bytes(Array.from({ length: 60 }, () => (rnd() < 0.08 ? 0 : randInt(rnd, 1, 40))));
     b.u8(0).u16(1).u16(1);
@@ -152,6 +164,7 @@ export function amplifyingQuery(rnd: Rng): Buffer {
   const carrierBytes = b.build();
   for (const [start, len] of carriers) {
     for (let k = start + 1; k < start + len - 5; k++) {
+      if (b.here + 6 > MAX_QUERY_BYTES) break;
       try {
         readName(carrierBytes, k);
       } catch {

@@ -40,9 +40,14 @@ export interface RunningCli {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `sluice start ...` and follows its JSON log on stdout. */
-export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): RunningCli {
-  const child = spawn(process.execPath, [CLI, "start", ...args], { cwd: options.cwd, env: { ...process.env, ...options.env } });
+/**
+ * Starts `sluice start ...` and follows its JSON log on stdout. `openFiles` starts it under
+ * `ulimit -n` (through sh, which execs node: the child's pid is node's).
+ */
+export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; openFiles?: number } = {}): RunningCli {
+  const argv = [CLI, "start", ...args];
+  const [command, commandArgs] = options.openFiles === undefined ? [process.execPath, argv] : ["/bin/sh", ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, { cwd: options.cwd, env: { ...process.env, ...options.env } });
   const logs: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
   let partial = "";

@@ -16,7 +16,9 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const small = (answer: string): string => apiYaml(`black_hole ${answer}`, { tcp: null });
+// A 20 MiB save is over the default body limit (8 MiB); this configuration raises it.
+const LIMITS = "api:\n  http:\n    listen: 127.0.0.1:0\n    limits: { body_bytes: 67108864 }\n";
+const small = (answer: string): string => apiYaml(`black_hole ${answer}`, { tcp: null }).replace("api:\n  http: 127.0.0.1:0\n", LIMITS);
 // 320 comment lines of 64 KiB: 20 MiB to upload, parse and write (long lines keep the YAML parse quick,
 // so most of a save's time is transfer and the write itself).
 const FILLER = `# ${"x".repeat(65_533)}\n`.repeat(320);

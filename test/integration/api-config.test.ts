@@ -18,7 +18,8 @@ const config = (answer: string, extra = ""): string => apiYaml(`black_hole ${ans
 let s: RunningSluice;
 let file: string;
 beforeAll(async () => {
-  s = await startSluice(config("10.0.0.1"));
+  // The body limit is read at start: raised past the default 8 MiB for the 20 MiB save below.
+  s = await startSluice(config("10.0.0.1").replace("http: 127.0.0.1:0", "http: { listen: 127.0.0.1:0, limits: { body_bytes: 67108864 } }"));
   file = join(s.dir, "sluice.yaml");
 });
 afterAll(() => s.stop());

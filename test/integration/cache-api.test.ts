@@ -66,7 +66,7 @@ test("a hit makes an entry recently used, so the least recently used one is evic
   expect(cache.entries().entries.map((r) => r.domain)).toEqual(["d.example", "c.example", "a.example"]);
   const text = await metrics.text();
   expect(text).toMatch(/cache_evicted_total\{plugin_tag="c"\} 1/);
-  expect(text).toMatch(/cache_entry_count\{plugin_tag="c"\} 3/);
+  expect(text).toMatch(/cache_entries\{plugin_tag="c"\} 3/);
   expect(text).toMatch(/cache_hit_total\{plugin_tag="c",kind="fresh"\} 1/);
 });
 

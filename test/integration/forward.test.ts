@@ -178,7 +178,11 @@ test("forward counts calls and per-upstream outcomes in its metrics", async () =
   const value = (line: string): number => Number(new RegExp(`^${line.replace(/[{}]/g, "\\$&")} (\\d+)`, "m").exec(text)?.[1] ?? NaN);
   expect(value('forward_query_total{plugin_tag="fwd"}')).toBe(2);
   expect(value('forward_success_total{plugin_tag="fwd"}')).toBe(2);
-  expect(value('forward_latency_count{plugin_tag="fwd"}')).toBe(2);
+  expect(value('forward_query_duration_seconds_count{plugin_tag="fwd"}')).toBe(2);
+  expect(value('forward_query_duration_seconds_bucket{le="5",plugin_tag="fwd"}')).toBe(2);
+  expect(value('forward_upstream_query_duration_seconds_count{plugin_tag="fwd",upstream="good"}')).toBe(2);
+  // The failed call is not a latency sample.
+  expect(value('forward_query_duration_seconds_count{plugin_tag="slow"}')).toBe(0);
   expect(value('forward_upstream_success_total{plugin_tag="fwd",upstream="good"}')).toBe(2);
   expect(value('forward_error_total{plugin_tag="slow"}')).toBe(1);
   expect(value('forward_timeout_total{plugin_tag="slow"}')).toBe(1);

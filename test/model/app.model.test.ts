@@ -8,7 +8,7 @@ import net from "node:net";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getShortestPaths } from "@xstate/graph";
-import { enqueueActions, type AnyMachineSnapshot } from "xstate";
+import { enqueueActions, type SnapshotFrom } from "xstate";
 import { afterAll, describe, expect, test } from "vitest";
 import { refusingGuard } from "../../actors/ask.js";
 import { appMachine, lifecycleState, type AppEvent, type Prepared } from "../../machines/app.machine.js";
@@ -20,7 +20,7 @@ import { tempDir } from "../helpers/sluice.js";
 import { collapse, modelConfig, observedStates, statesAtLeast, until, writeSlowRules } from "./harness.js";
 
 type ModelEvent = AppEvent | { type: `xstate.${"done" | "error"}.actor.${string}`; output?: unknown; error?: unknown };
-type Snap = AnyMachineSnapshot & { context: import("../../machines/app.machine.js").AppContext };
+type Snap = SnapshotFrom<typeof appMachine>;
 
 // The traversal never starts the runtime actors it spawns; their host is never called.
 const idleHost: RuntimeHost = { order: [], createPlugin: () => new Promise(() => {}), destroyPlugin: () => Promise.resolve(), start: () => Promise.resolve() };
@@ -80,8 +80,8 @@ const modelMachine = appMachine.provide({
 
 const paths = getShortestPaths(modelMachine, {
   input: { clock: () => 0, describe: String },
-  events: (s) => eventsFor(s as unknown as Snap) as never,
-  serializeState: (s) => serialize(s as unknown as Snap),
+  events: (s) => eventsFor(s) as never,
+  serializeState: (s) => serialize(s),
 });
 
 interface Step {
@@ -159,9 +159,9 @@ describe("app lifecycle and reload model", () => {
     const steps: Step[] = [];
     let from = "";
     for (const s of p.steps) {
-      const snap = s.state as unknown as Snap;
+      const snap = s.state;
       const state = snap.status === "done" ? "stopped" : lifecycleState(snap.value);
-      steps.push({ event: s.event as ModelEvent, state, reload: snap.context.reload.status, from, snapshot: snap });
+      steps.push({ event: s.event, state, reload: snap.context.reload.status, from, snapshot: snap });
       from = state;
     }
     return { name: `#${i} ${steps.slice(1).map((s) => `${shortName(s.event)}→${s.state}${s.reload !== "idle" ? `/${s.reload}` : ""}`).join(" ")}`, steps };

@@ -1,9 +1,10 @@
-// The strict decoder: what it refuses (each case a packet a sloppy parser would accept or crash on)
-// and what it makes of compressed record data.
+// The strict decoder: what it refuses (each case a packet a sloppy parser would accept or crash on),
+// what it makes of compressed record data, and the query decoder's size and EDNS-option bounds.
 
 import { describe, expect, test } from "vitest";
 import { QTYPE } from "../../src/dns/constants.js";
-import { decodeMessage, messageRcode, WireFormatError } from "../../src/dns/message.js";
+import { decodeMessage, encodeMessage, messageRcode, WireFormatError } from "../../src/dns/message.js";
+import { decodeQuery, MAX_EDNS_OPTIONS, MAX_QUERY_BYTES } from "../../src/dns/query.js";
 import { rdataName, readSoa } from "../../src/dns/rdata.js";
 import { indexMessage } from "../../src/dns/view.js";
 import { PacketBuilder } from "../helpers/wire.js";
@@ -186,5 +187,43 @@ describe("decodeMessage expands compressed names in record data", () => {
   test("the rcode combines the header nibble with OPT's extended bits", () => {
     const b = new PacketBuilder({ flags: 0x8000 | 0x0, qd: 1, ar: 1 }).question(["a"]).opt(1232, 0x01000000);
     expect(messageRcode(decodeMessage(b.build()))).toBe(16);
+  });
+});
+
+describe("decodeQuery bounds", () => {
+  const withOptions = (count: number, slowPath: boolean): Buffer =>
+    encodeMessage({
+      id: 1,
+      flags: 0x0100,
+      questions: [{ name: "bounds.test", type: A, class: 1 }],
+      answers: [],
+      authorities: [],
+      // An extra additional record sends the query down the general decoder.
+      additionals: slowPath ? [{ name: "extra.test", type: A, class: 1, ttl: 1, data: Buffer.from([1, 2, 3, 4]) }] : [],
+      edns: { udpSize: 1232, extRcode: 0, version: 0, flags: 0, options: Array.from({ length: count }, (_, i) => ({ code: 65001, data: Buffer.from([i & 0xff]) })) },
+    });
+
+  for (const slowPath of [false, true]) {
+    test(`${MAX_EDNS_OPTIONS} EDNS options decode, one more is refused (${slowPath ? "general" : "fast"} path)`, () => {
+      expect(decodeQuery(withOptions(MAX_EDNS_OPTIONS, slowPath)).message.edns?.options).toHaveLength(MAX_EDNS_OPTIONS);
+      expect(() => decodeQuery(withOptions(MAX_EDNS_OPTIONS + 1, slowPath))).toThrow(/more than 32 EDNS options/);
+      // Scanning stops at the 33rd option: the trailing byte after the record is never reached.
+      const broken = Buffer.concat([withOptions(MAX_EDNS_OPTIONS + 1, slowPath), Buffer.from([0xff])]);
+      expect(() => decodeQuery(broken)).toThrow(/more than 32 EDNS options/);
+    });
+  }
+
+  test(`a query over ${MAX_QUERY_BYTES} bytes is refused before its body is read`, () => {
+    const padded = (size: number): Buffer => {
+      const base = withOptions(1, false);
+      const m = decodeMessage(base);
+      m.edns!.options[0].data = Buffer.alloc(size - base.length + 1);
+      return encodeMessage(m);
+    };
+    expect(padded(MAX_QUERY_BYTES)).toHaveLength(MAX_QUERY_BYTES);
+    expect(decodeQuery(padded(MAX_QUERY_BYTES)).qname).toBe("bounds.test");
+    expect(() => decodeQuery(padded(MAX_QUERY_BYTES + 1))).toThrow(/larger than 4096 bytes/);
+    // Garbage past the header is not looked at.
+    expect(() => decodeQuery(Buffer.alloc(MAX_QUERY_BYTES + 1, 0xc0))).toThrow(/larger than 4096 bytes/);
   });
 });

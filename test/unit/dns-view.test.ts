@@ -211,10 +211,14 @@ describe("fitUdp", () => {
     expect(cut).toBeGreaterThan(50);
   });
 
-  test("udpLimit: 512 without EDNS, the client's size otherwise but never below 512", () => {
-    expect(udpLimit(null)).toBe(512);
-    expect(udpLimit(100)).toBe(512);
-    expect(udpLimit(1232)).toBe(1232);
-    expect(udpLimit(65535)).toBe(65535);
+  test("udpLimit: 512 without EDNS, the client's size otherwise but never below 512 nor above the server's cap", () => {
+    expect(udpLimit(null, 1232)).toBe(512);
+    expect(udpLimit(100, 1232)).toBe(512);
+    expect(udpLimit(1232, 1232)).toBe(1232);
+    expect(udpLimit(800, 1232)).toBe(800);
+    expect(udpLimit(65535, 1232)).toBe(1232);
+    expect(udpLimit(65535, 4096)).toBe(4096);
+    expect(udpLimit(65535, 65535)).toBe(65535);
+    expect(udpLimit(null, 65535)).toBe(512);
   });
 });

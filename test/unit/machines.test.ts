@@ -48,7 +48,7 @@ function fakeApp(order: string[], log: string[], prepare?: (p: PrepareInput) => 
 test("runtime: plugins are created one at a time in order, servers start last, and retiring destroys them newest first", async () => {
   const log: string[] = [];
   const parent = createActor(appMachine, { input }); // only a parent for sendParent
-  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v", host: fakeRuntime(["a", "b", "c"], log) }, parent: parent as unknown as AnyActorRef }).start();
+  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v", host: fakeRuntime(["a", "b", "c"], log) }, parent: parent }).start();
   await waitFor(rt, (s) => s.matches("active"));
   expect(log).toEqual(["create a", "create b", "create c", "start"]);
   rt.send({ type: "RUNTIME.RETIRE" });
@@ -59,7 +59,7 @@ test("runtime: plugins are created one at a time in order, servers start last, a
 test("runtime: a plugin that fails unwinds the ones already made, newest first, and the runtime fails", async () => {
   const log: string[] = [];
   const parent = createActor(appMachine, { input });
-  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v", host: fakeRuntime(["a", "b", "c"], log, { failOn: "c" }) }, parent: parent as unknown as AnyActorRef }).start();
+  const rt = createActor(runtimeMachine, { input: { generation: 1, version: "v", host: fakeRuntime(["a", "b", "c"], log, { failOn: "c" }) }, parent: parent }).start();
   await waitFor(rt, (s) => s.status === "done");
   expect(rt.getSnapshot().value).toBe("failed");
   expect(rt.getSnapshot().context.error).toBe("c broke");
@@ -69,13 +69,13 @@ test("runtime: a plugin that fails unwinds the ones already made, newest first, 
 test("plugin: a concern actor runs beside a ready plugin and stops when the plugin is destroyed", async () => {
   const log: string[] = [];
   const parent = createActor(appMachine, { input });
-  const rt = createActor(runtimeMachine, { input: { generation: 7, version: "v", host: fakeRuntime(["p"], log, { concern: true }) }, parent: parent as unknown as AnyActorRef }).start();
+  const rt = createActor(runtimeMachine, { input: { generation: 7, version: "v", host: fakeRuntime(["p"], log, { concern: true }) }, parent: parent }).start();
   await waitFor(rt, (s) => s.matches("active"));
   const concern = rt.system.get("runtime:7/plugin:p/provider:p") as AnyActorRef | undefined;
-  expect(concern?.getSnapshot().value).toBe("idle");
+  expect((concern?.getSnapshot() as AnyMachineSnapshot | undefined)?.value).toBe("idle");
   rt.send({ type: "RUNTIME.RETIRE" });
   await waitFor(rt, (s) => s.status === "done");
-  expect(concern?.getSnapshot().status).toBe("stopped");
+  expect((concern?.getSnapshot() as AnyMachineSnapshot | undefined)?.status).toBe("stopped");
   expect(rt.system.get("runtime:7/plugin:p/provider:p")).toBeUndefined();
 });
 

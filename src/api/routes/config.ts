@@ -6,12 +6,11 @@ import { Ajv } from "ajv";
 import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
 import { ActorGoneError, ask, RefusedError } from "../../../actors/ask.js";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../../machines/config.machine.js";
+import { withoutBom } from "../../config/load.js";
 import { fileVersion } from "../../config/save.js";
-import { ConfigError } from "../../config/diagnostics.js";
-import { loadConfigFile, loadConfigText, withoutBom } from "../../config/load.js";
-import { diagnosticReport, problemSummary } from "../../config/report.js";
-import { analyzeConfig, type Analysis } from "../../registry/analyze.js";
-import { ApiError, errorResponses, errorSchema } from "../errors.js";
+import { validationFailure } from "../../config/validate-pool.js";
+import type { ValidationJob, ValidSummary } from "../../config/validation.js";
+import { ApiError, errorResponses, errorSchema, isErrorCode } from "../errors.js";
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
 import { reloadRecord, type ReloadRecord } from "../records.js";
@@ -85,12 +84,23 @@ const validSchema = {
   },
 } as const;
 
-function validBody(source: "file" | "body", path: string | null, analysis: Analysis): Record<string, unknown> {
-  return { ok: true, source, path, plugin_count: analysis.plugins.length, dependency_graph: analysis.graph, message: "configuration is valid" };
+/** The API error for a failed validation or save: its code's status is in the error table. */
+export function failureError(failure: { code: string; message: string; extra: Record<string, unknown> }): ApiError {
+  return new ApiError(isErrorCode(failure.code) ? failure.code : "internal_error", failure.message, failure.extra);
 }
 
-function invalid(code: "config_validate_failed" | "config_check_failed", err: ConfigError): ApiError {
-  return new ApiError(code, `configuration is invalid: ${problemSummary(err)}`, { ...diagnosticReport(err.diagnostics) });
+/** Validates in a worker (off the event loop that serves DNS); the 200 body, or the error to answer with. */
+async function validated(host: ApiHost, job: ValidationJob, transfer: ArrayBuffer[], source: "file" | "body", path: string | null, invalidCode: string): Promise<Record<string, unknown>> {
+  const outcome = await host.validator.run(job, transfer);
+  if (!outcome.ok) throw failureError(validationFailure(outcome, invalidCode, host.validator.limits()));
+  const summary: ValidSummary = outcome.summary;
+  return { ok: true, source, path, plugin_count: summary.plugin_count, dependency_graph: summary.dependency_graph, message: "configuration is valid" };
+}
+
+/** The whole ArrayBuffer behind `bytes` when it holds nothing else, so it can be moved to the worker instead of copied. */
+function movable(bytes: Buffer): ArrayBuffer[] {
+  const buffer = bytes.buffer;
+  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? [buffer] : [];
 }
 
 /** Reads the file once through one descriptor, so text and mtime belong to the same file even mid-save. */
@@ -133,7 +143,7 @@ function reloadAfterSave(host: ApiHost, saved: SaveSuccess): ReloadRecord {
 
 export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContext): void {
   const configPath = (): string => host.configPath();
-  const env = (): NodeJS.ProcessEnv => host.env;
+  const env = (): Record<string, string | undefined> => ({ ...host.env });
 
   api.get(
     "/api/config",
@@ -159,7 +169,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContex
         body: saveBodySchema,
         response: {
           200: savedSchema,
-          ...errorResponses("config_validate_failed", "config_conflict", "config_save_failed", "config_save_unavailable"),
+          ...errorResponses("config_validate_failed", "config_conflict", "config_save_failed", "config_save_unavailable", "config_validation_busy"),
         },
       },
       validatorCompiler: strictBody,
@@ -168,7 +178,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContex
       const body = req.body as SaveBody;
       if (body.format !== undefined && body.format !== "yaml") throw new ApiError("unsupported_config_format", `format must be yaml, not '${body.format}'`);
       const result = await runSave(host, { content: body.content, baseVersion: body.base_version ?? null, validate: body.validate });
-      if (!result.ok) throw new ApiError(result.code, result.message, result.extra);
+      if (!result.ok) throw failureError(result);
       const reload = body.reload ? reloadAfterSave(host, result) : null;
       return {
         ok: true,
@@ -188,15 +198,10 @@ export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContex
 
   api.get(
     "/api/config/check",
-    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: validSchema, 400: errorSchema } } },
+    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: validSchema, 400: errorSchema, 503: errorSchema } } },
     () => {
       const path = configPath();
-      try {
-        return validBody("file", path, analyzeConfig(loadConfigFile(path, { env: env() }), host.catalog));
-      } catch (err) {
-        if (err instanceof ConfigError) throw invalid("config_check_failed", err);
-        throw err;
-      }
+      return validated(host, { kind: "file", path, env: env() }, [], "file", path, "config_check_failed");
     },
   );
 
@@ -210,56 +215,16 @@ export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContex
         schema: {
           summary: "Validate YAML text (raw body, or JSON {format: 'yaml', content}); include is refused",
           tags: ["config"],
-          response: { 200: validSchema, 400: errorSchema },
+          response: { 200: validSchema, 400: errorSchema, 503: errorSchema },
         },
       },
       (req) => {
-        const text = configText(req.body, req.headers["content-type"]);
-        try {
-          return validBody("body", null, analyzeConfig(loadConfigText(text, { env: env() }), host.catalog));
-        } catch (err) {
-          if (err instanceof ConfigError) throw invalid("config_validate_failed", err);
-          throw err;
-        }
+        // Decoding, the JSON envelope and the YAML are all handled in the worker.
+        const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const job: ValidationJob = { kind: "body", bytes, contentType: req.headers["content-type"] ?? null, env: env() };
+        return validated(host, job, movable(bytes), "body", null, "config_validate_failed");
       },
     );
     done();
   });
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
-/** The YAML a validate request carries: the raw body, or the `content` of a JSON envelope. */
-function configText(body: unknown, contentType: string | undefined): string {
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    throw new ApiError("invalid_utf8_body", "the request body is not valid UTF-8");
-  }
-  const declaredJson = /^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType ?? "");
-  const envelope = jsonEnvelope(text, declaredJson);
-  const yaml = envelope ? envelope.content : text;
-  if (yaml.trim().length === 0) throw new ApiError("empty_config_body", "the request carries no configuration text");
-  return yaml;
-}
-
-function jsonEnvelope(text: string, declaredJson: boolean): { content: string } | null {
-  if (!declaredJson && !text.trimStart().startsWith("{")) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    if (!declaredJson) return null; // YAML flow mappings start with "{" too
-    if (text.trim().length === 0) throw new ApiError("empty_config_body", "the request carries no configuration text");
-    throw new ApiError("invalid_request", `body is not valid JSON: ${(err as Error).message}`);
-  }
-  const obj = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
-  if (!obj || typeof obj.content !== "string") {
-    if (!declaredJson) return null;
-    throw new ApiError("invalid_request", "body.content must be a string: a JSON body is {format: 'yaml', content: '<yaml text>'}");
-  }
-  if (obj.format !== undefined && obj.format !== "yaml") throw new ApiError("unsupported_config_format", `format must be yaml, not ${JSON.stringify(obj.format)}`);
-  return { content: obj.content };
 }

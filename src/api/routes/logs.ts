@@ -1,11 +1,12 @@
 // Logs: GET /api/logs (the in-memory tail as JSON) and GET /api/logs/stream (SSE: replay, then
-// live entries from the bus, heartbeats, Last-Event-ID resume, bounded per-client queue).
+// live entries from the bus in shared batches, heartbeats, Last-Event-ID resume, bounded per-client queue).
 
 import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HookHandlerDoneFunction } from "fastify";
 import type { ApiHost } from "../host.js";
-import type { LogEntry, LogLevelName } from "../../observability/log-ring.js";
+import type { LogLevelName } from "../../observability/log-ring.js";
 import { ApiError, errorSchema } from "../errors.js";
+import { BATCH_MS, LogBroadcast } from "../log-broadcast.js";
 import { HEARTBEAT_MS, LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
 import type { RouteContext } from "../server.js";
 
@@ -57,8 +58,8 @@ const logsResponse = {
 const STREAM_DESCRIPTION =
   "Server-Sent Events. Frames: `event: log` with `id: <entry id>` and the entry as JSON data; `event: dropped` with " +
   `data {"dropped": n} when this client fell more than ${QUEUE_LIMIT} entries behind and the oldest queued ones were ` +
-  `discarded; a \`: heartbeat\` comment right after the replay and every ${HEARTBEAT_MS / 1000} s. Send Last-Event-ID ` +
-  "on reconnect to receive the entries after that id still held in memory.";
+  `discarded; a \`: heartbeat\` comment right after the replay and every ${HEARTBEAT_MS / 1000} s. Live entries come in ` +
+  `batches at most every ${BATCH_MS} ms. Send Last-Event-ID on reconnect to receive the entries after that id still held in memory.`;
 
 /** Open streams per app (each with its release function), for shutdown and for tests. */
 const openStreams = new WeakMap<ApiHost, Map<LogStreamConnection, () => void>>();
@@ -108,6 +109,7 @@ function acceptsEventStream(accept: string | undefined): boolean {
 export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext): void {
   const streams = new Map<LogStreamConnection, () => void>();
   openStreams.set(host, streams);
+  const broadcast = new LogBroadcast(host.bus);
 
   // Own scope: @fastify/sse must be loaded before these routes are added, and its hooks stay here.
   void api.register(async (scope) => {
@@ -147,18 +149,17 @@ export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext):
         rejectInvalid(req);
         if (!acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
         const { tail, level } = req.query as { tail: number; level: LevelQuery };
-        const conn = new LogStreamConnection(reply.raw, minLevel(level));
+        const conn = new LogStreamConnection(reply.raw, minLevel(level), broadcast.wake);
         reply.sse.keepAlive();
         reply.sse.sendHeaders();
-        // Replay and subscribe in one synchronous step, so no entry falls between them.
-        for (const entry of replayEntries(host.logRing, reply.sse.lastEventId, tail, minLevel(level))) conn.offer(entry);
+        // Subscribe and replay in one synchronous step, so no entry falls between them or comes twice.
+        broadcast.add(conn);
+        conn.replay(replayEntries(host.logRing, reply.sse.lastEventId, tail, minLevel(level)));
         conn.heartbeat();
-        const onLog = (entry: LogEntry): void => conn.offer(entry);
-        host.bus.on("log", onLog);
         const timer = setInterval(() => conn.heartbeat(), HEARTBEAT_MS);
         timer.unref();
         const release = (): void => {
-          host.bus.off("log", onLog);
+          broadcast.remove(conn);
           clearInterval(timer);
           conn.close();
           streams.delete(conn);

@@ -28,7 +28,7 @@ interface Registered {
 /** The URL a route has for plugin `tag` (":tag" for the registered pattern). */
 export const routeUrl = (tag: string, route: Pick<AnyRoute, "path">): string => `/api/plugins/${tag}${route.path ? `/${route.path}` : ""}`;
 
-const routesOf = (def: AnyDefinition): readonly AnyRoute[] => (def.control?.routes ?? []) as readonly AnyRoute[];
+const routesOf = (def: AnyDefinition): readonly AnyRoute[] => (def.control?.routes ?? []);
 
 /** Every route of the build's plugin types, once per method and path; two different routes on one path are a bug. */
 function collect(definitions: AnyDefinition[]): Map<string, Registered> {
@@ -98,7 +98,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
         kind: p.kind,
         state: actor ? lifecycleState((actor.getSnapshot() as AnyMachineSnapshot).value) : "unknown",
         concern: concern ? ((concern as { systemId?: string }).systemId ?? null) : null,
-        concern_state: concern ? ((concern.getSnapshot() as AnyMachineSnapshot).value ?? null) : null,
+        concern_state: concern ? ((concern.getSnapshot() as AnyMachineSnapshot).value as unknown) : null,
         routes: def ? routesOf(def).map((r) => `${r.method} ${routeUrl(p.tag, r)}`) : [],
       };
     });
@@ -119,6 +119,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
         method: route.method,
         url: routeUrl(":tag", route),
         attachValidation: true,
+        config: { changesState: route.changesState === true },
         ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
         schema: {
           summary: route.summary,

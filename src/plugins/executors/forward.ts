@@ -9,7 +9,7 @@ import { parseBootstrap, parseUpstreamAddr } from "../../engine/upstream/address
 import { UpstreamError, type CancelScope } from "../../engine/upstream/exchange.js";
 import { describeFailure, ForwardError, race, type Entrant } from "../../engine/upstream/racing.js";
 import { Upstream } from "../../engine/upstream/upstream.js";
-import type { Cell, MetricsHub } from "../../observability/metrics.js";
+import { DNS_DURATION_BUCKETS, type Cell, type MetricsHub, type Observer } from "../../observability/metrics.js";
 import { ArgError, definePlugin, type ArgProblem } from "../../registry/types.js";
 
 interface UpstreamArgs {
@@ -98,8 +98,7 @@ interface CallStats {
   success: Cell;
   error: Cell;
   timeout: Cell;
-  latencyCount: Cell;
-  latencySumMs: Cell;
+  duration: Observer;
 }
 
 function callStats(metrics: MetricsHub, prefix: string, what: string, labels: Record<string, string>): CallStats {
@@ -110,8 +109,7 @@ function callStats(metrics: MetricsHub, prefix: string, what: string, labels: Re
     success: c("success_total", `${what}: queries that produced an answer`),
     error: c("error_total", `${what}: queries that failed (timeouts included)`),
     timeout: c("timeout_total", `${what}: queries that failed by timing out`),
-    latencyCount: c("latency_count", `${what}: answered queries (latency samples)`),
-    latencySumMs: c("latency_sum_ms", `${what}: total time to an answer, ms`),
+    duration: metrics.histogram(`${prefix}_query_duration_seconds`, `${what}: time to an answer, seconds`, names, DNS_DURATION_BUCKETS)(labels),
   };
 }
 
@@ -137,8 +135,7 @@ class MeteredUpstream implements Entrant {
     return this.upstream.exchange(query, scope, budgetMs).then(
       (answer) => {
         s.success.value++;
-        s.latencyCount.value++;
-        s.latencySumMs.value += performance.now() - started;
+        s.duration.observe((performance.now() - started) / 1000);
         return answer;
       },
       (err: unknown) => {
@@ -212,8 +209,7 @@ export const forward = definePlugin<ForwardArgs, "executor">({
         const pending = only ? only.exchange(query, null) : race(entrants, concurrent, query);
         return pending.then((answer) => {
           stats.success.value++;
-          stats.latencyCount.value++;
-          stats.latencySumMs.value += performance.now() - started;
+          stats.duration.observe((performance.now() - started) / 1000);
           dns.response = answer;
           return done;
         }, fail);

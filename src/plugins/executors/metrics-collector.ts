@@ -24,7 +24,7 @@ export const metricsCollector = definePlugin<MetricsCollectorArgs, "executor">({
   type: "metrics_collector",
   kind: "executor",
   feature: "core",
-  summary: "Counts queries through the rest of the sequence: totals, errors, in-flight, latency (sum and histogram).",
+  summary: "Counts queries through the rest of the sequence: totals, errors, in-flight, latency (histogram).",
   schema: {
     type: "object",
     additionalProperties: false,
@@ -41,8 +41,6 @@ export const metricsCollector = definePlugin<MetricsCollectorArgs, "executor">({
     const total = m.counter("query_total", "metrics_collector: queries observed", names)(labels);
     const errors = m.counter("query_error_total", "metrics_collector: queries that ended without a response or with an error", names)(labels);
     const inflight = m.gauge("query_inflight", "metrics_collector: queries in progress", names)(labels);
-    const latencyCount = m.counter("query_latency_count", "metrics_collector: answered queries (latency samples)", names)(labels);
-    const latencySum = m.counter("query_latency_sum_ms", "metrics_collector: total time to answer, ms", names)(labels);
     const duration = m.histogram("query_duration_seconds", "metrics_collector: time to answer, seconds", names, DURATION_BUCKETS)(labels);
 
     const finish = (dns: DnsContext, started: number): void => {
@@ -51,10 +49,7 @@ export const metricsCollector = definePlugin<MetricsCollectorArgs, "executor">({
         errors.value++;
         return;
       }
-      const ms = performance.now() - started;
-      latencyCount.value++;
-      latencySum.value += ms;
-      duration.observe(ms / 1000);
+      duration.observe((performance.now() - started) / 1000);
     };
     const failed = (err: unknown): never => {
       inflight.value--;

@@ -1,17 +1,18 @@
 // From request bytes to answer bytes, shared by the UDP and TCP servers.
 //  - unreadable header or a response packet: dropped (no reply, no reflection)
+//  - over MAX_QUERY_BYTES or MAX_EDNS_OPTIONS: header-only FORMERR, the rest left unparsed
 //  - malformed body: FORMERR; opcode other than QUERY: NOTIMP; not exactly one question: FORMERR
 //  - EDNS version above 0: BADVERS (RFC 6891)
 //  - executor error: SERVFAIL; no response produced: empty NOERROR
 
 import { FLAG, RCODE } from "../../dns/constants.js";
 import { encodeMessage, replyTo } from "../../dns/message.js";
-import { decodeQuery, type DecodedQuery } from "../../dns/query.js";
+import { decodeQuery, MAX_QUERY_BYTES, type DecodedQuery } from "../../dns/query.js";
 import type { DnsResponse } from "../../dns/response.js";
 import { fitUdp, setId, udpLimit } from "../../dns/view.js";
 import { DnsContext, type Protocol } from "../../engine/context.js";
 import { isPromise, Step, type Executor } from "../../engine/types.js";
-import type { Cell, MetricsHub } from "../../observability/metrics.js";
+import { DNS_DURATION_BUCKETS, type Cell, type MetricsHub, type Observer } from "../../observability/metrics.js";
 import type { Logger } from "../../observability/logger.js";
 
 export interface ServerStats {
@@ -21,8 +22,7 @@ export interface ServerStats {
   failed: Cell;
   dropped: Cell;
   inflight: Cell;
-  latencyCount: Cell;
-  latencySumMs: Cell;
+  duration: Observer;
 }
 
 export function serverStats(metrics: MetricsHub, tag: string, protocol: Protocol): ServerStats {
@@ -35,8 +35,7 @@ export function serverStats(metrics: MetricsHub, tag: string, protocol: Protocol
     failed: metrics.counter("server_failed_total", "Requests answered SERVFAIL because an executor failed", names)(labels),
     dropped: metrics.counter("server_malformed_total", "Packets dropped or answered FORMERR/NOTIMP/BADVERS before the pipeline", names)(labels),
     inflight: metrics.gauge("server_inflight", "Requests being processed", names)(labels),
-    latencyCount: metrics.counter("server_latency_count", "Requests answered (latency samples)", names)(labels),
-    latencySumMs: metrics.counter("server_latency_sum_ms", "Total processing time of answered requests, ms", names)(labels),
+    duration: metrics.histogram("server_request_duration_seconds", "Processing time of answered requests, seconds", names, DNS_DURATION_BUCKETS)(labels),
   };
 }
 
@@ -56,11 +55,13 @@ export class QueryHandler {
   /** This handler's own count; the gauge is shared with a successor built by a reload. */
   private pending = 0;
 
+  /** `maxUdpSize` caps UDP answers whatever size the client advertises (ignored over TCP). */
   constructor(
     private readonly entry: Executor,
     private readonly protocol: Protocol,
     private readonly stats: ServerStats,
     private readonly log: Logger,
+    private readonly maxUdpSize: number,
   ) {}
 
   /** Requests accepted but not yet answered. */
@@ -70,6 +71,11 @@ export class QueryHandler {
 
   handle(raw: Buffer, clientIp: string, clientPort: number): Answer | Promise<Answer> {
     if (raw.length < 12 || (raw[2] & 0x80) !== 0) return null;
+    // Checked here as well as in the decoder: no exception to build for an oversized packet.
+    if (raw.length > MAX_QUERY_BYTES) {
+      this.stats.dropped.value++;
+      return headerReply(raw, RCODE.FORMERR);
+    }
     let decoded: DecodedQuery;
     try {
       decoded = decodeQuery(raw);
@@ -87,7 +93,7 @@ export class QueryHandler {
       if (query.questions.length !== 1) reply.questions = [];
       return encodeMessage(reply);
     }
-    const limit = this.protocol === "udp" ? udpLimit(query.edns ? query.edns.udpSize : null) : 0xffff;
+    const limit = this.protocol === "udp" ? udpLimit(query.edns ? query.edns.udpSize : null, this.maxUdpSize) : 0xffff;
     this.stats.requests.value++;
     this.stats.inflight.value++;
     this.pending++;
@@ -107,12 +113,21 @@ export class QueryHandler {
     return this.finish(ctx, result, limit);
   }
 
+  /**
+   * A stream frame longer than MAX_QUERY_BYTES, of which only the header was kept: header-only
+   * FORMERR, like an undecodable query (a response packet is still dropped).
+   */
+  tooLarge(header: Buffer): Answer {
+    if (header.length < 12 || (header[2] & 0x80) !== 0) return null;
+    this.stats.dropped.value++;
+    return headerReply(header, RCODE.FORMERR);
+  }
+
   private done(ctx: DnsContext): void {
     const s = this.stats;
     this.pending--;
     s.inflight.value--;
-    s.latencyCount.value++;
-    s.latencySumMs.value += performance.now() - ctx.startedAt;
+    s.duration.observe((performance.now() - ctx.startedAt) / 1000);
   }
 
   private finish(ctx: DnsContext, step: Step, limit: number): Answer {

@@ -1,17 +1,24 @@
 // Sockets shared across runtimes. A reload's new server that listens on the same protocol and
 // address takes the existing socket instead of closing and rebinding it, so no query is refused.
-// TCP framing lives here too: the socket layer splits frames, the server plugin answers them.
+// TCP connections and framing live in stream-conns.ts: it splits frames, the server plugin answers them.
 
 import dgram from "node:dgram";
 import dns from "node:dns";
 import net from "node:net";
 import type { ListenAddress } from "../../config/listen.js";
+import { MAX_QUERY_BYTES } from "../../dns/query.js";
+import { StreamConnections, type StreamHandler } from "./stream-conns.js";
 
 export type UdpHandler = (msg: Buffer, rinfo: dgram.RemoteInfo) => void;
-/** Answers one framed TCP query; `reply` is a no-op once the connection is gone. */
-export type TcpHandler = (query: Buffer, remote: { address: string; port: number }, reply: (answer: Buffer) => void) => void;
+/** Answers one framed TCP query; see StreamHandler. */
+export type TcpHandler = StreamHandler;
 
-const MAX_INFLIGHT_PER_CONNECTION = 128;
+const EMPTY = Buffer.alloc(0);
+
+/** Accept failures (EMFILE, ECONNABORTED) concern one connection; the server keeps listening. */
+function ignoreAcceptError(): void {
+  /* nothing to undo */
+}
 
 abstract class Listener<H> {
   handler: H | null = null;
@@ -39,15 +46,23 @@ export class UdpListener extends Listener<UdpHandler> {
 }
 
 export class TcpListener extends Listener<TcpHandler> {
-  idleTimeoutMs = 30_000;
-  private readonly connections = new Set<net.Socket>();
+  /** Open connections and their limits; the owner that starts last sets limits and metrics. */
+  readonly connections = new StreamConnections(
+    (query, remote, reply, oversized) => {
+      const handler = this.handler;
+      if (handler) handler(query, remote, reply, oversized);
+      else reply(EMPTY);
+    },
+    { maxConns: 256, idleMs: 30_000, frameMs: 5_000, maxFrame: MAX_QUERY_BYTES },
+  );
 
   constructor(
     key: string,
     readonly server: net.Server,
   ) {
     super(key);
-    server.on("connection", (socket) => this.accept(socket));
+    server.on("connection", (socket) => this.connections.accept(socket));
+    server.on("error", ignoreAcceptError);
   }
 
   address(): { address: string; port: number } {
@@ -55,57 +70,10 @@ export class TcpListener extends Listener<TcpHandler> {
     return { address: a.address, port: a.port };
   }
 
-  private accept(socket: net.Socket): void {
-    this.connections.add(socket);
-    socket.setNoDelay(true);
-    socket.setTimeout(this.idleTimeoutMs, () => socket.destroy());
-    socket.on("close", () => this.connections.delete(socket));
-    socket.on("error", () => socket.destroy());
-    const remote = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
-    let pending: Buffer = Buffer.alloc(0);
-    let inflight = 0;
-    const reply = (answer: Buffer): void => {
-      inflight--;
-      if (socket.destroyed || !socket.writable) return;
-      const frame = Buffer.allocUnsafe(answer.length + 2);
-      frame.writeUInt16BE(answer.length, 0);
-      answer.copy(frame, 2);
-      socket.write(frame);
-      if (socket.isPaused() && inflight < MAX_INFLIGHT_PER_CONNECTION) socket.resume();
-    };
-    const drop = (): void => {
-      inflight--;
-      if (socket.isPaused() && inflight < MAX_INFLIGHT_PER_CONNECTION) socket.resume();
-    };
-    socket.on("data", (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      // Answers ready at once (cache, local data) for queries pipelined in one chunk leave in one write.
-      socket.cork();
-      while (pending.length >= 2) {
-        const len = pending.readUInt16BE(0);
-        if (pending.length < len + 2) break;
-        const query = pending.subarray(2, len + 2);
-        pending = pending.subarray(len + 2);
-        const handler = this.handler;
-        if (!handler) continue;
-        inflight++;
-        let answered = false;
-        handler(query, remote, (answer) => {
-          if (answered) return;
-          answered = true;
-          if (answer.length === 0) drop();
-          else reply(answer);
-        });
-      }
-      socket.uncork();
-      if (inflight >= MAX_INFLIGHT_PER_CONNECTION) socket.pause();
-    });
-  }
-
   close(): Promise<void> {
     return new Promise((resolve) => {
       this.server.close(() => resolve());
-      for (const c of this.connections) c.destroy();
+      this.connections.closeAll();
     });
   }
 }
@@ -206,6 +174,13 @@ export class ListenerPool {
     listener.handler = null;
     for (const [key, l] of this.listeners) if (l === listener) this.listeners.delete(key);
     await listener.close();
+  }
+
+  /** Connections all TCP listeners may hold at once (for the file-descriptor budget). */
+  tcpMaxConns(): number {
+    let total = 0;
+    for (const l of new Set(this.listeners.values())) if (l instanceof TcpListener) total += l.connections.limits.maxConns;
+    return total;
   }
 
   async closeAll(): Promise<void> {

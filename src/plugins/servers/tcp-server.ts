@@ -1,16 +1,35 @@
 // `tcp_server`: DNS over TCP with 2-byte length framing; several queries per connection are
-// answered as each completes; idle connections close after `idle_timeout`.
+// answered as each completes. Connection limits (max_conns, idle_timeout, frame_timeout,
+// backpressure) are applied by the listener's StreamConnections.
 
 import { parseListen } from "../../config/listen.js";
+import { MAX_QUERY_BYTES } from "../../dns/query.js";
 import { durationSchema, parseDuration } from "../../engine/duration.js";
 import { isPromise } from "../../engine/types.js";
-import { definePlugin } from "../../registry/types.js";
+import { definePlugin, type ArgProblem } from "../../registry/types.js";
 import { QueryHandler, serverStats } from "./handle.js";
+import { openFileLimit } from "./fd-limit.js";
 import type { TcpHandler } from "./listeners.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
+import { streamStats } from "./stream-conns.js";
 
 interface TcpServerArgs extends ServerArgs {
   idle_timeout: number | string;
+  frame_timeout: number | string;
+  max_conns: number;
+}
+
+/** File descriptors left for everything but DNS connections (API, upstreams, files). */
+const FD_RESERVE = 256;
+
+const EMPTY = Buffer.alloc(0);
+
+function positiveDuration(args: TcpServerArgs, key: "idle_timeout" | "frame_timeout", problems: ArgProblem[]): void {
+  try {
+    if (parseDuration(args[key]) <= 0) problems.push({ path: [key], message: `${key} must be positive` });
+  } catch (err) {
+    problems.push({ path: [key], message: (err as Error).message });
+  }
 }
 
 export const tcpServer = definePlugin<TcpServerArgs, "server">({
@@ -22,36 +41,45 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
     type: "object",
     additionalProperties: false,
     required: ["entry", "listen"],
-    properties: { ...serverArgProperties, idle_timeout: { ...durationSchema, default: "30s" } },
+    properties: {
+      ...serverArgProperties,
+      idle_timeout: { ...durationSchema, default: "30s" },
+      frame_timeout: { ...durationSchema, default: "5s" },
+      max_conns: { type: "integer", minimum: 1, default: 256 },
+    },
   },
   check(args) {
     const problems = checkServerArgs(args);
-    try {
-      if (parseDuration(args.idle_timeout) <= 0) problems.push({ path: ["idle_timeout"], message: "idle_timeout must be positive" });
-    } catch (err) {
-      problems.push({ path: ["idle_timeout"], message: (err as Error).message });
-    }
+    positiveDuration(args, "idle_timeout", problems);
+    positiveDuration(args, "frame_timeout", problems);
     return problems;
   },
   dependencies: serverDependencies,
   async create(args, ctx) {
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
-    const handler = new QueryHandler(entry, "tcp", serverStats(ctx.services.metrics, ctx.tag, "tcp"), ctx.log);
+    const handler = new QueryHandler(entry, "tcp", serverStats(ctx.services.metrics, ctx.tag, "tcp"), ctx.log, 0xffff);
+    const stats = streamStats(ctx.services.metrics, ctx.tag);
     const listener = await ctx.services.listeners.tcp(parseListen(args.listen), ctx.owner);
-    const idleMs = parseDuration(args.idle_timeout);
-    const onQuery: TcpHandler = (query, remote, reply) => {
-      const answer = handler.handle(query, remote.address, remote.port);
-      if (answer === null) reply(Buffer.alloc(0));
-      else if (isPromise(answer)) void answer.then((a) => reply(a ?? Buffer.alloc(0)));
+    const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), frameMs: parseDuration(args.frame_timeout), maxFrame: MAX_QUERY_BYTES };
+    const onQuery: TcpHandler = (query, remote, reply, oversized) => {
+      const answer = oversized ? handler.tooLarge(query) : handler.handle(query, remote.address, remote.port);
+      if (answer === null) reply(EMPTY);
+      else if (isPromise(answer)) void answer.then((a) => reply(a ?? EMPTY));
       else reply(answer);
     };
     return {
       address: () => ({ protocol: "tcp", ...listener.address() }),
       start() {
-        listener.idleTimeoutMs = idleMs;
+        listener.connections.configure(limits);
+        listener.connections.useStats(stats);
         listener.handler = onQuery;
         const a = listener.address();
-        ctx.log.info({ protocol: "tcp", address: a.address, port: a.port }, "tcp server listening");
+        ctx.log.info({ protocol: "tcp", address: a.address, port: a.port, max_conns: limits.maxConns }, "tcp server listening");
+        const fds = openFileLimit();
+        const budget = ctx.services.listeners.tcpMaxConns();
+        if (fds !== null && budget > fds - FD_RESERVE) {
+          ctx.log.warn({ max_conns_total: budget, open_file_limit: fds }, `TCP listeners may hold ${budget} connections, leaving fewer than ${FD_RESERVE} of ${fds} file descriptors for the API and upstreams: lower max_conns or raise the limit (ulimit -n)`);
+        }
         return Promise.resolve();
       },
       async destroy() {

@@ -1,4 +1,5 @@
-// `udp_server`: plain DNS over UDP. Answers are fitted to the client's EDNS size (TC when cut).
+// `udp_server`: plain DNS over UDP. Answers are fitted to the client's EDNS size, capped by
+// `max_udp_size` so a small query cannot draw a large answer (TC when cut).
 
 import { parseListen } from "../../config/listen.js";
 import { isPromise } from "../../engine/types.js";
@@ -7,17 +8,27 @@ import { QueryHandler, serverStats } from "./handle.js";
 import type { UdpHandler } from "./listeners.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 
-export const udpServer = definePlugin<ServerArgs, "server">({
+interface UdpServerArgs extends ServerArgs {
+  max_udp_size: number;
+}
+
+export const udpServer = definePlugin<UdpServerArgs, "server">({
   type: "udp_server",
   kind: "server",
   feature: "core",
   summary: "Answers DNS over UDP on a listen address.",
-  schema: { type: "object", additionalProperties: false, required: ["entry", "listen"], properties: serverArgProperties },
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["entry", "listen"],
+    // 1232: the DNS Flag Day 2020 size, which fits common paths without IP fragmentation.
+    properties: { ...serverArgProperties, max_udp_size: { type: "integer", minimum: 512, maximum: 65535, default: 1232 } },
+  },
   check: checkServerArgs,
   dependencies: serverDependencies,
   async create(args, ctx) {
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
-    const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), ctx.log);
+    const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), ctx.log, args.max_udp_size);
     const listener = await ctx.services.listeners.udp(parseListen(args.listen), ctx.owner);
     const socket = listener.socket;
     const onMessage: UdpHandler = (msg, rinfo) => {

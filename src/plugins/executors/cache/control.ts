@@ -76,6 +76,7 @@ const flush = (method: "GET" | "POST"): PluginRoute<CacheExecutor> => ({
   method,
   path: "flush",
   summary: "Remove every entry",
+  changesState: true,
   errors: ["cache_busy"],
   schema: { response: { 200: { type: "object", properties: { ...ok, cleared_entries: { type: "integer" } } } } },
   async handle(_req, plugin) {

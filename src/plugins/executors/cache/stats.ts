@@ -39,7 +39,7 @@ export function cacheStats(metrics: MetricsHub, tag: string): CacheStats {
     lazyStarted: lazy({ plugin_tag: tag, result: "started" }),
     lazySuccess: lazy({ plugin_tag: tag, result: "success" }),
     lazyFailed: lazy({ plugin_tag: tag, result: "failed" }),
-    entries: metrics.gauge("cache_entry_count", "Entries held now", tagOnly)({ plugin_tag: tag }),
+    entries: metrics.gauge("cache_entries", "Entries held now", tagOnly)({ plugin_tag: tag }),
     evicted: counter("cache_evicted_total", "Entries evicted to stay within size"),
   };
 }

@@ -1,0 +1,36 @@
+// Worker-thread entry that validates configuration text off the event loop serving DNS. The runner
+// (validate-pool.ts) caps this thread's heap and time; this side answers one job at a time.
+
+import { getHeapStatistics } from "node:v8";
+import { parentPort, workerData } from "node:worker_threads";
+import { PLUGIN_DEFINITIONS } from "../plugins/index.js";
+import type { BuildSelection } from "../registry/bundles.js";
+import { Catalog } from "../registry/catalog.js";
+import { runValidation, WORKER_READY, WORKER_ROLE, type ValidationOutcome, type WorkerReply, type WorkerRequest } from "./validation.js";
+
+const catalogs = new Map<string, Catalog>();
+
+function catalogFor(build: BuildSelection): Catalog {
+  const key = `${build.bundle}:${build.enabledFeatures.join(",")}`;
+  let catalog = catalogs.get(key);
+  if (!catalog) {
+    catalog = new Catalog(PLUGIN_DEFINITIONS, build);
+    catalogs.set(key, catalog);
+  }
+  return catalog;
+}
+
+const port = parentPort;
+// Only as the runner's worker: imported anywhere else (a test worker thread), this module does nothing.
+if (port && workerData === WORKER_ROLE) {
+  port.on("message", (req: WorkerRequest) => {
+    let outcome: ValidationOutcome;
+    try {
+      outcome = runValidation(req.job, catalogFor(req.build));
+    } catch (err) {
+      outcome = { ok: false, kind: "failed", message: err instanceof Error ? err.message : String(err) };
+    }
+    port.postMessage({ id: req.id, outcome, heapBytes: getHeapStatistics().total_heap_size } satisfies WorkerReply);
+  });
+  port.postMessage(WORKER_READY);
+}
