@@ -26,15 +26,18 @@ export function actorPath(ref: AnyActorRef): string {
   return parent ? `${actorPath(parent as unknown as AnyActorRef)}/${a.id}` : a.id;
 }
 
-/** Primitives as they are; long strings cut; collections summarised by size. */
-function summarise(context: unknown): Record<string, unknown> {
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+
+/** Primitives as they are; long strings cut; plain records (one level, like the reload status) kept; collections summarised by size; functions and objects with behaviour left out. */
+function summarise(context: unknown, depth = 0): Record<string, unknown> {
   if (context === null || typeof context !== "object") return {};
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(context)) {
     if (value === null || typeof value === "number" || typeof value === "boolean") out[key] = value;
     else if (typeof value === "string") out[key] = value.length > 300 ? `${value.slice(0, 300)}…` : value;
-    else if (Array.isArray(value)) out[key] = `[${value.length} items]`;
+    else if (Array.isArray(value)) out[key] = value.length <= 16 && value.every((v) => typeof v === "number" || typeof v === "string") ? value : `[${value.length} items]`;
     else if (value instanceof Map || value instanceof Set) out[key] = `[${value.size} entries]`;
+    else if (depth === 0 && isRecord(value)) out[key] = summarise(value, 1);
   }
   return out;
 }

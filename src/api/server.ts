@@ -131,7 +131,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       const code = api ? "invalid_path" : "not_found";
       void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
     },
-    ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true } },
+    ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true, allowUnionTypes: true } },
   }) as unknown as FastifyInstance;
   let policy = makePolicy(host, initial);
   const routes: RouteOptions[] = [];

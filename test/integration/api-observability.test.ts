@@ -83,11 +83,11 @@ test("GET /api/metrics: Prometheus text with process metrics and per-server coun
   expect(text).not.toContain("127.0.0.1");
 });
 
-test("GET /api/actors: app serving, reload idle, runtime:<n> with its plugin children; a reload replaces the runtime", async () => {
+test("GET /api/actors: app serving, the config actor, runtime:<n> with its plugin children; a reload replaces the runtime", async () => {
   const before = await actors();
   const ids = before.map((a) => a.id);
-  expect(before.find((a) => a.id === "app")).toMatchObject({ parent: null, status: "active", state: "serving" });
-  expect(before.find((a) => a.id === "reload")).toMatchObject({ parent: "app", status: "active" });
+  expect(before.find((a) => a.id === "app")).toMatchObject({ parent: null, status: "active", state: { running: "serving" } });
+  expect(before.find((a) => a.id === "config")).toMatchObject({ parent: "app", status: "active", state: "idle" });
   const runtimes = before.filter((a) => /^runtime:\d+$/.test(a.id));
   expect(runtimes).toHaveLength(1);
   const runtime = runtimes[0];
@@ -107,7 +107,7 @@ test("GET /api/actors: app serving, reload idle, runtime:<n> with its plugin chi
     after = await actors();
   }
   expect(after.find((a) => a.id === `runtime:${n + 1}/plugin:main`)).toMatchObject({ state: "ready" });
-  expect(after.find((a) => a.id === "app")).toMatchObject({ state: "serving" });
+  expect(after.find((a) => a.id === "app")).toMatchObject({ state: { running: "serving" } });
   const status = (await (await s.api("/api/reload/status")).json()) as { status: string };
   expect(status.status).toBe("ok");
 });

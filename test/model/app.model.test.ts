@@ -288,7 +288,7 @@ describe("app lifecycle and reload model", () => {
           await run.waitForLog((l) => l.msg === "restarted: the replacement process is running");
           // The replacement runs the same command line: it starts and serves again, if the file it reads is good.
           if (fileGood) await until("the replacement to start", () => run.logs.filter((l) => l.msg === "sluice started").length >= 2);
-          else await run.waitForLog((l) => l.msg === "startup failed");
+          else await until("the replacement to refuse the broken file", () => run.logs.some((l) => l.msg === "startup failed"));
         }
         // After a restart the replacement logs to the same output; only this process's states are compared.
         expect(observedStates(run, "app").slice(0, collapse(apps).length)).toEqual(collapse(apps));
