@@ -18,8 +18,8 @@ export interface AppProcedures {
   stopServices(restart: boolean): Promise<void>;
   /** One configuration save (PUT /api/config); the config actor runs one at a time. */
   saveConfig(request: SaveRequest): Promise<SaveResult>;
-  /** Queries now go to this runtime (the generation just swapped in). */
-  activate(runtime: RuntimeHost): void;
+  /** Queries now go to this runtime (generation `generation`, just swapped in). */
+  activate(runtime: RuntimeHost, generation: number): void;
   /** The first generation could not be built: keep the error (with its diagnostics) for the CLI. */
   startupFailed(error: unknown): void;
 }
@@ -83,7 +83,7 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: { clock: () 
     actions: {
       activate: ({ context, system }: { context: AppContext; system: AppActor["system"] }) => {
         const runtime = runtimeOf(system, context.current);
-        if (runtime) app.activate(runtime);
+        if (runtime && context.current !== null) app.activate(runtime, context.current);
       },
       reportStartupFailure: ({ event }: { event: unknown }) => app.startupFailed((event as { error?: unknown }).error),
     },

@@ -90,8 +90,9 @@ export const pluginMachine = setup({
       // destroyPlugin logs its own errors and never rejects.
       invoke: { src: "destroy", input: ({ context }) => ({ tag: context.tag, host: context.host }), onDone: "destroyed", onError: "destroyed" },
     },
-    // A plugin that failed to create has already released what it made.
-    failed: { type: "final" },
-    destroyed: { type: "final", entry: "reportDestroyed" },
+    // Terminal but not final: a final state would report `done` to a runtime that may already have
+    // finished. A plugin that failed to create has already released what it made.
+    failed: {},
+    destroyed: { entry: "reportDestroyed" },
   },
 });

@@ -199,14 +199,14 @@ export class App implements ApiHost {
     return Promise.resolve({ version: config.version, host: runtime });
   }
 
-  activate(host: RuntimeHost): void {
+  activate(host: RuntimeHost, generation: number): void {
     const runtime = host as Runtime;
     const first = this.current === null;
     this.current = runtime;
     if (!this.options.logLevel) this.log.level = pinoLevel(runtime.config.log.level);
     if (runtime.config.api) this.api?.updatePolicy(runtime.config.api);
     this.services.metrics.retainTags(runtime.allTags());
-    if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation: this.generation }, "sluice started");
+    if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation }, "sluice started");
   }
 
   startupFailed(error: unknown): void {

@@ -194,7 +194,7 @@ describe("app lifecycle and reload model", () => {
     const apps: string[] = [];
     const reloads: string[] = [];
     let requests = 0;
-    let fileGood = !sc.initFails;
+    let fileOutcome: ReloadOutcome = sc.initFails ? "broken" : "ok";
     let exit: { code: number | null } | null = null;
     void run.exited.then((e) => (exit = e));
     /** Where the model refuses a request at a step that lasts, the API must refuse it with the guard's code. */
@@ -262,7 +262,7 @@ describe("app lifecycle and reload model", () => {
           case "RELOAD.REQUEST": {
             const outcome = sc.outcomes[requests++];
             nextAnswer = requests + 1;
-            fileGood = outcome === "ok";
+            fileOutcome = outcome;
             writeFileSync(file, modelConfig(dir, { apiListen: `127.0.0.1:${apiPort}`, slow: sc.slowReload, broken: outcome === "broken", invalid: outcome === "invalid", answer: nextAnswer }));
             expect((await api("/api/reload", "POST")).status).toBe(202);
             break;
@@ -287,8 +287,10 @@ describe("app lifecycle and reload model", () => {
         if (steps.some((s) => s.state === "restarting")) {
           await run.waitForLog((l) => l.msg === "restarted: the replacement process is running");
           // The replacement runs the same command line: it starts and serves again, if the file it reads is good.
-          if (fileGood) await until("the replacement to start", () => run.logs.filter((l) => l.msg === "sluice started").length >= 2);
-          else await until("the replacement to refuse the broken file", () => run.logs.some((l) => l.msg === "startup failed"));
+          if (fileOutcome === "ok") await until("the replacement to start", () => run.logs.filter((l) => l.msg === "sluice started").length >= 2);
+          // An invalid file stops the replacement at the configuration check (stderr); a plugin that fails, at startup (log).
+          else if (fileOutcome === "invalid") await until("the replacement to refuse the file", () => run.stderr().includes("no_such_type"));
+          else await until("the replacement to fail to start", () => run.logs.some((l) => l.msg === "startup failed"));
         }
         // After a restart the replacement logs to the same output; only this process's states are compared.
         expect(observedStates(run, "app").slice(0, collapse(apps).length)).toEqual(collapse(apps));
