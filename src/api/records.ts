@@ -1,20 +1,14 @@
 // Response records of the global routes, built from actor snapshots and the catalog.
 
 import { arch, cpus, platform, totalmem } from "node:os";
-import { lifecycleState } from "../../machines/app.machine.js";
+import { lifecycleState, type ReloadStatus } from "../../machines/app.machine.js";
 import { VERSION } from "../version.js";
 import type { ApiHost } from "./host.js";
 
-export interface ReloadRecord {
-  status: "idle" | "pending" | "in_progress" | "ok" | "failed";
+/** The reload status (kept by the app machine) with the spec's derived booleans. */
+export interface ReloadRecord extends ReloadStatus {
   pending: boolean;
   in_progress: boolean;
-  last_started_ms: number | null;
-  last_completed_ms: number | null;
-  last_success_ms: number | null;
-  last_error: string | null;
-  running_version: string | null;
-  target_version: string | null;
 }
 
 export function reloadRecord(host: ApiHost): ReloadRecord {
