@@ -12,6 +12,7 @@
 
 import { isIPv4, isIPv6 } from "node:net";
 import { parseListen } from "../config/listen.js";
+import { hostOfHeader, normaliseAllowedHost } from "../config/hosts.js";
 import type { ApiConfig } from "../config/schema.js";
 import type { CorsPolicy } from "./cors.js";
 
@@ -34,34 +35,6 @@ export interface GuardedRequest {
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-const NAME = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/;
-
-/** The host of a Host header value: lower case, no brackets, port or trailing dot; null when malformed. */
-export function hostOfHeader(value: string): string | null {
-  const v = value.trim().toLowerCase();
-  let host: string;
-  let rest: string;
-  if (v.startsWith("[")) {
-    const end = v.indexOf("]");
-    if (end < 0) return null;
-    host = v.slice(1, end);
-    rest = v.slice(end + 1);
-    if (!isIPv6(host)) return null;
-  } else {
-    const colon = v.indexOf(":");
-    host = colon < 0 ? v : v.slice(0, colon);
-    rest = colon < 0 ? "" : v.slice(colon);
-    if (!NAME.test(host)) return null;
-  }
-  if (rest !== "" && !/^:\d{1,5}$/.test(rest)) return null;
-  return host.endsWith(".") ? host.slice(0, -1) : host;
-}
-
-/** An `allowed_hosts` entry (a name, `[ipv6]` or `*`; a port is ignored) as hostOfHeader returns it; null when it is none. */
-export function normaliseAllowedHost(entry: string): string | null {
-  return entry.trim() === "*" ? "*" : hostOfHeader(entry);
-}
-
 const isIpLiteral = (host: string): boolean => isIPv4(host) || isIPv6(host);
 
 /** 127.0.0.0/8, ::1, and IPv4-mapped 127.x in any spelling. */

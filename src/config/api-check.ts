@@ -2,7 +2,7 @@
 // entries, the WebUI index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
 import { configLimitsProblems } from "./limits.js";
-import { normaliseAllowedHost } from "../api/guard.js";
+import { normaliseAllowedHost } from "./hosts.js";
 import { listenProblem } from "./listen.js";
 import type { ApiConfig } from "./schema.js";
 

@@ -31,8 +31,8 @@ test("src/api never imports src/app (the App implements the API's host interface
   expect(offenders).toEqual([]);
 });
 
-test("the plugin contract (src/registry, src/plugins) does not depend on the API or the App", () => {
-  const dirs = [join(root, "src", "registry"), join(root, "src", "plugins")];
+test("configuration, the plugin contract and the plugins (src/config, src/registry, src/plugins) depend on neither the API nor the App", () => {
+  const dirs = [join(root, "src", "config"), join(root, "src", "registry"), join(root, "src", "plugins")];
   const offenders = dirs.flatMap(files).flatMap((f) => imports(f).filter((i) => i.startsWith("src/api/") || i.startsWith("src/app/")).map((i) => `${relative(root, f)} → ${i}`));
   expect(offenders).toEqual([]);
 });
