@@ -1,5 +1,6 @@
 // Builds dist/ once before the suite when any source file is newer than the build, so tests that
-// run the real program as a child process (`node dist/src/cli.js`) always run the current code.
+// run the real program as a child process (`node dist/src/cli.js`) always run the current code,
+// and the dashboard (webui/ → dist/webui) that the API serves by default is the current one.
 
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -14,10 +15,16 @@ function newest(dir: string): number {
   return latest;
 }
 
+const builtAt = (file: string): number => (existsSync(file) ? statSync(file).mtimeMs : 0);
+
 export default function setup(): void {
   const root = join(import.meta.dirname, "..");
-  const built = join(root, "dist", "src", "cli.js");
-  const sources = Math.max(...["src", "machines", "actors"].filter((d) => existsSync(join(root, d))).map((d) => newest(join(root, d))), statSync(join(root, "package.json")).mtimeMs);
-  if (existsSync(built) && statSync(built).mtimeMs >= sources) return;
-  execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" });
+  const packageJson = statSync(join(root, "package.json")).mtimeMs;
+  const sources = Math.max(...["src", "machines", "actors"].filter((d) => existsSync(join(root, d))).map((d) => newest(join(root, d))), packageJson);
+  if (builtAt(join(root, "dist", "src", "cli.js")) < sources) {
+    execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" });
+  }
+  if (builtAt(join(root, "dist", "webui", "index.html")) < Math.max(newest(join(root, "webui")), packageJson)) {
+    execFileSync(process.execPath, [join(root, "node_modules", "vite", "bin", "vite.js"), "build", "--config", join(root, "webui", "vite.config.mjs")], { stdio: "inherit" });
+  }
 }

@@ -7,7 +7,7 @@ import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
 
 const METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
-const HEADERS = "Authorization, Content-Type, Accept, Last-Event-ID";
+const HEADERS = "Authorization, Content-Type, Accept, Last-Event-ID, X-Requested-With";
 
 export type CorsHeaders = Record<string, string>;
 

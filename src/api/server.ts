@@ -21,7 +21,7 @@ import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
 import { registerLogRoutes } from "./routes/logs.js";
 import { registerPluginRoutes } from "./routes/plugins.js";
-import { WebUi } from "./webui.js";
+import { BUILTIN_WEBUI_INDEX, BUILTIN_WEBUI_ROOT, WebUi } from "./webui.js";
 
 /** `api.http.limits.max_conns` default: room for 200 log-stream clients and the WebUI besides. */
 export const DEFAULT_MAX_CONNS = 256;
@@ -75,18 +75,28 @@ function tlsOptions(host: ApiHost, config: ApiConfig): { cert: Buffer; key: Buff
   };
 }
 
-function makePolicy(host: ApiHost, config: ApiConfig): Policy {
-  const webuiRoot = config.webui ? resolvePath(host, config.webui.root) : null;
-  if (webuiRoot !== null && !isDirectory(webuiRoot)) {
-    host.log.warn({ target: "api", root: webuiRoot }, "webui.root is not a directory; WebUI requests get 404 until it exists");
+/** `webui`: an object serves its root; omitted or true, the built-in dashboard; false, nothing. */
+function makeWebUi(host: ApiHost, webui: ApiConfig["webui"]): WebUi | null {
+  if (webui === false) return null;
+  if (webui === undefined || webui === true) {
+    if (!isDirectory(BUILTIN_WEBUI_ROOT)) {
+      host.log.warn({ target: "api", root: BUILTIN_WEBUI_ROOT }, "the built-in dashboard is not built (run npm run build); / answers 404 until it is");
+    }
+    return new WebUi(BUILTIN_WEBUI_ROOT, BUILTIN_WEBUI_INDEX, true);
   }
+  const root = resolvePath(host, webui.root);
+  if (!isDirectory(root)) host.log.warn({ target: "api", root }, "webui.root is not a directory; WebUI requests get 404 until it exists");
+  return new WebUi(root, webui.index);
+}
+
+function makePolicy(host: ApiHost, config: ApiConfig): Policy {
   const cors = CorsPolicy.from(config);
   return {
     config,
     auth: BasicAuth.from(config),
     cors,
     guard: RequestGuard.from(config, cors),
-    webui: config.webui && webuiRoot !== null ? new WebUi(webuiRoot, config.webui.index) : null,
+    webui: makeWebUi(host, config.webui),
   };
 }
 
@@ -110,6 +120,9 @@ function isApi(url: string, route?: string): boolean {
   // Only ASCII escapes matter for the prefix; decoding them alone never fails on bad escapes elsewhere.
   return isApiPath(raw) || isApiPath(raw.replace(/%[0-7][0-9a-f]/gi, (e) => String.fromCharCode(parseInt(e.slice(1), 16))));
 }
+
+/** `X-Requested-With: XMLHttpRequest`: the caller handles a 401 itself (no WWW-Authenticate challenge). */
+const noChallenge = (header: string | string[] | undefined): boolean => typeof header === "string" && header.toLowerCase() === "xmlhttprequest";
 
 function validationCode(context: string | undefined): "invalid_query" | "invalid_path" | "invalid_request" {
   return context === "querystring" ? "invalid_query" : context === "params" ? "invalid_path" : "invalid_request";
@@ -164,7 +177,9 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     const refusal = policy.guard.origin({ method: req.method, headers: req.headers, changesState: req.routeOptions.config.changesState });
     if (refusal !== null) return refuse(reply, refusal);
     if (policy.auth && !policy.auth.check(req.headers.authorization)) {
-      void reply.code(ERROR_STATUS.unauthorized).header("www-authenticate", 'Basic realm="sluice"').send(errorBody("unauthorized", "missing or wrong credentials"));
+      // A script with its own sign-in form (the dashboard) asks for no challenge: with one, browsers pop their own password dialog.
+      if (!noChallenge(req.headers["x-requested-with"])) void reply.header("www-authenticate", 'Basic realm="sluice"');
+      void reply.code(ERROR_STATUS.unauthorized).send(errorBody("unauthorized", "missing or wrong credentials"));
       return true;
     }
     return false;

@@ -21,7 +21,7 @@ export function apiProblems(http: ApiConfig): ApiProblem[] {
       problems.push({ path: ["allowed_hosts", String(i)], message: `api.http.allowed_hosts[${i}]: '${entry}' is not a host name (a name such as dash.home.arpa, [ipv6], or *)` });
     }
   });
-  const index = http.webui?.index;
+  const index = typeof http.webui === "object" ? http.webui.index : undefined;
   if (index === "." || index === "..") problems.push({ path: ["webui", "index"], message: "api.http.webui.index must name a file" });
   for (const p of configLimitsProblems(http.limits)) problems.push({ path: ["limits", p.key], message: p.message });
   const ssl = http.ssl;

@@ -16,7 +16,8 @@ export interface ApiConfig {
   ssl?: { cert?: string; key?: string; client_ca?: string; require_client_cert?: boolean };
   auth?: { type: "basic"; username: string; password: string };
   cors?: { allowed_origins?: string[] };
-  webui?: { root: string; index: string };
+  /** Omitted or true: the built-in dashboard; false: no WebUI; an object: static files from `root`. */
+  webui?: boolean | { root: string; index: string };
   /** Host names the API answers besides IP literals (and localhost on loopback); `*`: any. */
   allowed_hosts?: string[];
   limits?: ConfigLimitsConfig & { max_conns?: number };
@@ -60,8 +61,9 @@ export const apiHttpSchema = {
       additionalProperties: false,
       properties: { allowed_origins: { type: "array", items: nonEmpty } },
     },
+    // true/false switch the built-in dashboard on (the default) or off; an object serves another directory.
     webui: {
-      type: "object",
+      type: ["boolean", "object"],
       additionalProperties: false,
       required: ["root"],
       properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },

@@ -51,6 +51,19 @@ test("the right credentials open /api/healthz; a missing header gets 401 with th
   expect401(await get("/api/healthz"));
 });
 
+test("X-Requested-With: XMLHttpRequest gets the same 401 without the Basic challenge (no browser password dialog); other values keep it", async () => {
+  for (const value of ["XMLHttpRequest", "xmlhttprequest"]) {
+    const res = await get("/api/plugins", { "x-requested-with": value });
+    expect(res.status).toBe(401);
+    expect(res.headers["www-authenticate"]).toBeUndefined();
+    expect(jsonOf(res)).toEqual({ ok: false, code: "unauthorized", message: "missing or wrong credentials" });
+    expect((await get("/api/healthz", { "x-requested-with": value, authorization: "Basic d3Jvbmc6cGFpcg==" })).headers["www-authenticate"]).toBeUndefined();
+  }
+  expect401(await get("/api/plugins", { "x-requested-with": "fetch" }));
+  // The header changes only the challenge: the right credentials still open the API.
+  expect((await get("/api/healthz", { "x-requested-with": "XMLHttpRequest", authorization: `Basic ${STANDARD}` })).status).toBe(200);
+});
+
 test("wrong password, wrong user, and near misses of the pair are refused", async () => {
   const b64 = (text: string, enc: BufferEncoding = "utf8"): string => Buffer.from(text, enc).toString("base64");
   for (const pair of [`${USER}:wrong`, `root:${PASSWORD}`, `${USER}:${PASSWORD} `, ` ${PAIR}`, `${USER}${PASSWORD}`, USER, `${USER}:`, `:${PASSWORD}`, `${USER}:ké:y✓?`]) {

@@ -194,8 +194,9 @@ describe("other settings", () => {
     }
   });
 
-  test("without a webui section, / is a JSON 404", async () => {
-    const t = await startInWorkdir(`api:\n  http:\n    listen: "127.0.0.1:0"\n`, { "www/index.html": "x" });
+  // Without a webui section the built-in dashboard is served (webui-builtin.test.ts); `false` turns the WebUI off.
+  test("with webui: false, / is a JSON 404", async () => {
+    const t = await startInWorkdir(`api:\n  http:\n    listen: "127.0.0.1:0"\n    webui: false\n`, { "www/index.html": "x" });
     try {
       const res = await rawRequest({ port: t.port, path: "/" });
       expect(res.status).toBe(404);

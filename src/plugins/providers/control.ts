@@ -1,9 +1,10 @@
 // Every provider's control plane: a `provider:<tag>` actor (machines/provider.machine.ts) that
-// runs one reload at a time, and POST /api/plugins/<tag>/reload. The `reload_provider` executor
-// asks the same actor, so an API reload and a pipeline reload never overlap.
+// runs one reload at a time, POST /api/plugins/<tag>/reload, and GET .../reload/status (rule count
+// and reload history, for the dashboard). The `reload_provider` executor asks the same actor, so an
+// API reload and a pipeline reload never overlap.
 
 import { fromPromise } from "xstate";
-import { providerMachine, type ProviderReloadOutput } from "../../../machines/provider.machine.js";
+import { providerMachine, type ProviderContext, type ProviderReloadOutput } from "../../../machines/provider.machine.js";
 import { ActorGoneError, RefusedError, RouteError, type PluginControl, type PluginRoute } from "../../registry/control.js";
 import type { ProviderPlugin } from "../../registry/types.js";
 
@@ -43,11 +44,41 @@ export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
   },
 };
 
+const statusResponse = {
+  type: "object",
+  required: ["ok", "provider", "status", "rules", "reloads", "failures", "last_error"],
+  properties: {
+    ok: { type: "boolean" },
+    provider: { type: "string" },
+    status: { type: "string", enum: ["idle", "reloading"], description: "reloading while a reload of this provider runs" },
+    rules: { type: ["integer", "null"], description: "Rules in the snapshot serving now (null when the provider does not count them)" },
+    reloads: { type: "integer", description: "Successful reloads since this configuration was loaded" },
+    failures: { type: "integer", description: "Failed reloads since this configuration was loaded" },
+    last_error: { type: ["string", "null"], description: "Error of the last reload when it failed; null after a success" },
+  },
+} as const;
+
+export const providerStatusRoute: PluginRoute<ProviderPlugin> = {
+  method: "GET",
+  path: "reload/status",
+  summary: "This provider's rule count and reload state",
+  notFound: "provider_not_found",
+  schema: { response: { 200: statusResponse } },
+  handle(_req, plugin) {
+    const snap = plugin.concern?.snapshot();
+    if (!snap) throw new RouteError("provider_not_found", `'${plugin.tag}' is not a loaded provider`);
+    const ctx = snap.context as ProviderContext;
+    // The instance counts what serves now; the actor's figure is what its last reload reported.
+    const rules = plugin.view.rules ?? ctx.rules;
+    return { ok: true, provider: plugin.tag, status: snap.value === "reloading" ? "reloading" : "idle", rules, reloads: ctx.reloads, failures: ctx.failures, last_error: ctx.last_error };
+  },
+};
+
 export const providerControl: PluginControl<ProviderPlugin> = {
   concern: (provider, env) => ({
     id: `provider:${env.tag}`,
     logic: providerMachine.provide({ actors: { reload: fromPromise(() => reloadProvider(provider, env.tag)) } }),
     input: { tag: env.tag, rules: provider.rules ?? null },
   }),
-  routes: [providerReloadRoute],
+  routes: [providerReloadRoute, providerStatusRoute],
 };

@@ -1,0 +1,60 @@
+// What the running server offers, from its own answers: GET /api/plugins (each plugin's type, kind,
+// state and routes) and GET /api/openapi.json (every route). Pages and controls that depend on a
+// plugin or route appear only when the server lists it; nothing is assumed or faked.
+
+import { computed, signal } from "@preact/signals";
+import { api } from "./api";
+
+export interface PluginInfo {
+  tag: string;
+  type: string;
+  kind: string;
+  /** Lifecycle state of the plugin actor (running, ...). */
+  state: string;
+  /** systemId of its concern actor (matcher:<tag>, provider:<tag>, cache:<tag>), or null. */
+  concern: string | null;
+  /** State value of that actor. */
+  concern_state: unknown;
+  /** "METHOD /api/plugins/<tag>/<path>" of every route it serves. */
+  routes: string[];
+}
+
+interface PluginsAnswer {
+  ok: boolean;
+  generation: number;
+  plugins: PluginInfo[];
+}
+
+export const plugins = signal<PluginInfo[]>([]);
+export const generation = signal<number>(0);
+export const apiPaths = signal<ReadonlySet<string>>(new Set());
+
+/** True when `plugin` serves `METHOD /api/plugins/<tag>/<sub>`. */
+export const serves = (plugin: PluginInfo, method: string, sub: string): boolean => plugin.routes.includes(`${method} /api/plugins/${plugin.tag}${sub ? `/${sub}` : ""}`);
+
+/** Plugins serving a route, e.g. every query recorder (GET stats/timeseries). */
+const servingAny = (method: string, sub: string): PluginInfo[] => plugins.value.filter((p) => serves(p, method, sub));
+
+/** Which optional pages the server can back. */
+export const capabilities = computed(() => ({
+  // SLOT(part 2): Overview and Query log read a query recorder's stats, records and stream routes.
+  overview: servingAny("GET", "stats/timeseries"),
+  records: servingAny("GET", "records"),
+  // SLOT(part 2): cron jobs and downloads.
+  cron: servingAny("GET", "jobs/status"),
+  downloads: servingAny("GET", "downloads"),
+  // SLOT(part 2): upgrade check/apply, present only in builds with the upgrade feature.
+  upgrade: apiPaths.value.has("/api/upgrade/status"),
+}));
+
+export async function loadPlugins(): Promise<PluginInfo[]> {
+  const answer = await api<PluginsAnswer>("api/plugins");
+  plugins.value = answer.plugins;
+  generation.value = answer.generation;
+  return answer.plugins;
+}
+
+export async function loadCapabilities(): Promise<void> {
+  const [, doc] = await Promise.all([loadPlugins(), api<{ paths?: Record<string, unknown> }>("api/openapi.json")]);
+  apiPaths.value = new Set(Object.keys(doc.paths ?? {}));
+}

@@ -1,0 +1,33 @@
+// Display formats: times in the browser's locale, durations and sizes in plain units.
+
+const pad = (n: number, width = 2): string => String(n).padStart(width, "0");
+
+/** HH:MM:SS.mmm of a Unix ms time (local time). */
+export function clock(ms: number, withMs = false): string {
+  const d = new Date(ms);
+  const base = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return withMs ? `${base}.${pad(d.getMilliseconds(), 3)}` : base;
+}
+
+/** A date and time, or "never" for null. */
+export function when(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return "never";
+  return new Date(ms).toLocaleString();
+}
+
+/** 3 d 4 h, 5 h 12 min, 4 min 10 s, 12 s. */
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return `${h} h ${m} min`;
+  if (m > 0) return `${m} min ${s % 60} s`;
+  return `${s} s`;
+}
+
+export const count = (n: number): string => n.toLocaleString();
+
+/** The first 12 hex digits of a version digest. */
+export const shortVersion = (v: string | null | undefined): string => (v ? v.slice(0, 12) : "—");

@@ -1,0 +1,182 @@
+// A cache's entries (GET .../entries with qname search and cursor paging), one-entry delete
+// (DELETE .../entries/:id), flush (POST .../flush, confirmed inline) and dump download (GET .../dump).
+
+import { useSignal } from "@preact/signals";
+import { api, errorText, pluginPath, request, send } from "../api";
+import { count } from "../format";
+import { Badge, Notice } from "../components/ui";
+
+interface CacheEntry {
+  id: string;
+  domain: string;
+  qtype: string;
+  rcode: string;
+  answer_count: number;
+  remaining_ttl: number;
+  fresh: boolean;
+  stale: boolean;
+  answers: { rr_type: string; payload_text: string }[];
+}
+
+interface EntriesPage {
+  entries: CacheEntry[];
+  next_cursor: string | null;
+  total_entries: number;
+}
+
+const PAGE = 50;
+
+export function CacheBrowser({ tag }: { tag: string }) {
+  const opened = useSignal(false);
+  const search = useSignal("");
+  /** The search the shown entries answer. */
+  const applied = useSignal("");
+  const entries = useSignal<CacheEntry[]>([]);
+  const cursor = useSignal<string | null>(null);
+  const total = useSignal<number | null>(null);
+  const busy = useSignal(false);
+  const confirming = useSignal(false);
+  const message = useSignal<{ tone: "ok" | "error"; text: string } | null>(null);
+
+  const load = async (more: boolean): Promise<void> => {
+    busy.value = true;
+    try {
+      const q = new URLSearchParams({ limit: String(PAGE) });
+      if (!more) applied.value = search.value.trim();
+      if (applied.value !== "") q.set("qname", applied.value);
+      if (more && cursor.value !== null) q.set("cursor", cursor.value);
+      const page = await api<EntriesPage>(`${pluginPath(tag, "entries")}?${q.toString()}`);
+      entries.value = more ? [...entries.value, ...page.entries] : page.entries;
+      cursor.value = page.next_cursor;
+      total.value = page.total_entries;
+    } catch (err) {
+      message.value = { tone: "error", text: errorText(err) };
+    } finally {
+      busy.value = false;
+    }
+  };
+
+  const remove = async (entry: CacheEntry): Promise<void> => {
+    try {
+      await send("DELETE", pluginPath(tag, `entries/${encodeURIComponent(entry.id)}`));
+      entries.value = entries.value.filter((e) => e.id !== entry.id);
+      if (total.value !== null) total.value -= 1;
+      message.value = { tone: "ok", text: `Deleted ${entry.domain} ${entry.qtype}.` };
+    } catch (err) {
+      message.value = { tone: "error", text: errorText(err) };
+    }
+  };
+
+  const flush = async (): Promise<void> => {
+    confirming.value = false;
+    try {
+      const out = await send<{ cleared_entries: number }>("POST", pluginPath(tag, "flush"));
+      message.value = { tone: "ok", text: `Flushed: ${count(out.cleared_entries)} entries removed.` };
+      await load(false);
+    } catch (err) {
+      message.value = { tone: "error", text: errorText(err) };
+    }
+  };
+
+  // The dump needs the Authorization header, so it is fetched and handed to the browser as a file.
+  const download = async (): Promise<void> => {
+    try {
+      const res = await request(pluginPath(tag, "dump"));
+      if (!res.ok) throw new Error(`dump failed: HTTP ${res.status} ${await res.text()}`);
+      const url = URL.createObjectURL(await res.blob());
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = `${tag}.dump`;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      message.value = { tone: "error", text: errorText(err) };
+    }
+  };
+
+  const toggle = (e: Event): void => {
+    opened.value = (e.currentTarget as HTMLDetailsElement).open;
+    if (opened.value && total.value === null) void load(false);
+  };
+
+  return (
+    <details class="cache" onToggle={toggle} data-testid={`cache-${tag}`}>
+      <summary>Cache entries{total.value !== null ? ` (${count(total.value)}${applied.value ? " matching" : ""})` : ""}</summary>
+      <form
+        class="toolbar"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void load(false);
+        }}
+      >
+        <label>
+          Name contains{" "}
+          <input type="search" value={search.value} onInput={(e) => (search.value = (e.currentTarget).value)} aria-label={`Search ${tag} by name`} />
+        </label>
+        <button type="submit" disabled={busy.value}>
+          Search
+        </button>
+        <button type="button" onClick={() => void download()}>
+          Download dump
+        </button>
+        {confirming.value ? (
+          <span class="confirm">
+            <button type="button" class="danger" onClick={() => void flush()}>
+              Yes, remove every entry
+            </button>
+            <button type="button" onClick={() => (confirming.value = false)}>
+              Cancel
+            </button>
+          </span>
+        ) : (
+          <button type="button" onClick={() => (confirming.value = true)}>
+            Flush…
+          </button>
+        )}
+      </form>
+      {message.value && <Notice tone={message.value.tone}>{message.value.text}</Notice>}
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Type</th>
+              <th scope="col">Rcode</th>
+              <th scope="col">Answers</th>
+              <th scope="col">TTL left</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {entries.value.map((e) => (
+              <tr key={e.id} data-domain={e.domain}>
+                <td class="mono nowrap">{e.domain}</td>
+                <td>{e.qtype}</td>
+                <td>{e.rcode}</td>
+                <td class="mono">{e.answers.map((a) => a.payload_text).join(", ") || "—"}</td>
+                <td class="nowrap">
+                  {e.remaining_ttl} s {e.stale && <Badge tone="warn">stale</Badge>}
+                </td>
+                <td>
+                  <button type="button" class="small" onClick={() => void remove(e)} aria-label={`Delete ${e.domain} ${e.qtype}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {total.value !== null && entries.value.length === 0 && !busy.value && <p class="hint">No entries{applied.value ? ` match “${applied.value}”` : ""}.</p>}
+      {cursor.value !== null && (
+        <button type="button" onClick={() => void load(true)} disabled={busy.value}>
+          Load more
+        </button>
+      )}
+    </details>
+  );
+}
