@@ -184,7 +184,7 @@ test("GET /api/plugins, /api/actors and /api/openapi.json show the plugins, thei
     routes: ["GET /api/plugins/x/entries", "DELETE /api/plugins/x/entries/:id", "GET /api/plugins/x/flush", "POST /api/plugins/x/flush", "GET /api/plugins/x/dump", "POST /api/plugins/x/load_dump"],
   });
   expect(byTag.get("m")).toMatchObject({ type: "qname", kind: "matcher", state: "ready", routes: ["GET /api/plugins/m/status", "POST /api/plugins/m/mode"] });
-  expect(byTag.get("big")).toMatchObject({ type: "domain_set", kind: "provider", state: "ready", routes: ["POST /api/plugins/big/reload"] });
+  expect(byTag.get("big")).toMatchObject({ type: "domain_set", kind: "provider", state: "ready", routes: ["POST /api/plugins/big/reload", "GET /api/plugins/big/reload/status"] });
   expect(byTag.get("rl")).toMatchObject({ type: "reverse_lookup", kind: "executor", routes: ["GET /api/plugins/rl"] });
   expect(byTag.get("main")).toMatchObject({ kind: "executor", routes: [] });
 
