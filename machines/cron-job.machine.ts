@@ -94,6 +94,8 @@ export const cronJobMachine = setup({
     /** Metrics and the log (provided by the plugin's control). */
     countRun: () => {},
     countSkipped: (_args, _params: { trigger: string }) => {},
+    /** Logs the run a reload or shutdown cancelled (provided by the plugin's control). */
+    logCancelled: () => {},
     acceptManual: assign(({ context }) => {
       const run_id = context.last_run_id + 1;
       return { last_run_id: run_id, scheduled_at_ms: context.clock(), current: { run_id, trigger: "manual" as const, status: "pending" as const, started_at_ms: context.clock() } };
@@ -142,7 +144,7 @@ export const cronJobMachine = setup({
     "JOB.NEXT": { actions: "recordNext" },
     "JOB.ENQUEUE": { guard: "jobNotRunning", target: ".pending", actions: ["acceptManual", "reportAccepted"] },
     // The plugin is going (reload or shutdown): an active run ends as `cancelled`.
-    "JOB.CANCEL": { target: ".stopped", actions: "recordCancelled" },
+    "JOB.CANCEL": { target: ".stopped", actions: ["logCancelled", "recordCancelled"] },
   },
   states: {
     idle: {
@@ -158,6 +160,7 @@ export const cronJobMachine = setup({
     running: {
       entry: ["markRunning", "countRun"],
       invoke: {
+        id: "run",
         src: "run",
         input: ({ context }) => ({
           job: context.job,

@@ -94,6 +94,7 @@ export const downloadMachine = setup({
     idle: {},
     downloading: {
       invoke: {
+        id: "batch",
         src: "batch",
         // The follow-up batch for waiting pipelines fetches every item; the asker's signal travels as input only.
         input: ({ event }) => {

@@ -4,6 +4,7 @@
 //   /fail/<name>      always 500
 //   /gate/<name>      held until the test calls `release(name, status)`: then the file (200) or that status
 //   /redirect/<name>  302 to /files/<name>
+//   /to-file/<name>   302 to file:///etc/<name> (a redirect away from http)
 //   /short/<name>     declares the whole length, sends half, then closes the connection
 //   /dyn/<name>       behaves as the mode set with `mode(name, …)`: ok (the file), fail, slow or short
 // Every request is counted by path.
@@ -62,6 +63,9 @@ export async function startFileServer(): Promise<FileServer> {
         return;
       case "redirect":
         res.writeHead(302, { location: `/files/${name}` }).end();
+        return;
+      case "to-file":
+        res.writeHead(302, { location: `file:///etc/${name}` }).end();
         return;
       case "gate": {
         const list = gates.get(name) ?? [];

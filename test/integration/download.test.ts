@@ -106,6 +106,18 @@ describe("routes", () => {
     expect(await json(res)).toMatchObject({ ok: false, code: "download_index_out_of_range" });
   });
 
+  test("a redirect away from http(s) is not followed", async () => {
+    const s2 = await startSluice(config(`        - { url: "${files.url}/to-file/passwd", dir: lists }`));
+    try {
+      expect(await json(await post(s2, "dl", "{}"))).toEqual({ ok: false, total: 1, succeeded: 0, failed: 1 });
+      const items = (await json(await s2.api("/api/plugins/dl/downloads"))).items as Record<string, unknown>[];
+      expect(items[0]).toMatchObject({ last_error: "redirected to an unsupported URL scheme 'file:'", size_bytes: null });
+      expect(existsSync(join(s2.dir, "lists", "passwd"))).toBe(false);
+    } finally {
+      await s2.stop();
+    }
+  });
+
   test("404 for a tag that is not a download plugin", async () => {
     expect((await post(s, "main", "{}")).status).toBe(404);
     expect((await s.api("/api/plugins/nope/downloads")).status).toBe(404);
@@ -219,10 +231,15 @@ describe("a failed re-download keeps the old file byte for byte", () => {
     expect(warnings[0]).toMatchObject({ url: `${files.url}/dyn/keep.txt`, err: "HTTP 500 Internal Server Error" });
   });
 
-  test("the next good download replaces it", async () => {
+  test("the next good download replaces it, and removes temp files a killed process left", async () => {
+    // pid 99999999 is above any pid_max: no such process owns this temp file.
+    const stale = join(s.dir, "lists", ".keep.txt.download-99999999-0123456789ab.tmp");
+    writeFileSync(stale, "half a file");
     files.set("keep.txt", "full:new.example\n");
     expect(await json(await post(s, "dl", "{}"))).toMatchObject({ ok: true });
     expect(readFileSync(target(), "utf8")).toBe("full:new.example\n");
+    expect(existsSync(stale)).toBe(false);
+    expect(temps()).toEqual([]);
     files.set("keep.txt", original);
   });
 });

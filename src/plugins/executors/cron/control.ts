@@ -102,6 +102,9 @@ export const cronControl: PluginControl<CronPlugin> = {
         countRun: () => {
           cron.counters.runs.value++;
         },
+        logCancelled: ({ context }) => {
+          if (context.current) env.log.info({ job: context.job, run_id: context.current.run_id, trigger: context.current.trigger, was: context.current.status }, "cron run cancelled");
+        },
         countSkipped: ({ context }, params: { trigger: string }) => {
           cron.counters.skipped.value++;
           env.log.warn({ job: context.job, trigger: params.trigger, run_id: context.current?.run_id }, "cron trigger skipped: the job's previous run is still active");

@@ -6,6 +6,7 @@
 import { stat } from "node:fs/promises";
 import { join, normalize } from "node:path";
 import type { DnsContext } from "../../../engine/context.js";
+import { removeStaleTemps } from "../../../config/atomic-file.js";
 import { parseDuration } from "../../../engine/duration.js";
 import { Step, type StepResult } from "../../../engine/types.js";
 import type { DownloadResult } from "../../../../machines/download.machine.js";
@@ -110,10 +111,20 @@ function counters(services: Services, tag: string): Counters {
   };
 }
 
+/** Temp files a killed process left beside the target (their directory may not exist yet). */
+async function sweepTemps(path: string, log: Logger): Promise<void> {
+  try {
+    for (const file of await removeStaleTemps(path, "download")) log.info({ path, file }, "removed a temp file left by an interrupted download");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") log.warn({ path, err: (err as Error).message }, "could not look for temp files of interrupted downloads");
+  }
+}
+
 /** Fetches one item, counting and logging the outcome; resolves with the error text or null. */
 async function fetchItem(item: Item, args: DownloadArgs, c: Counters, log: Logger, signal?: AbortSignal): Promise<string | null> {
   const started = performance.now();
   try {
+    await sweepTemps(item.path, log);
     const bytes = await downloadFile(item.url, item.path, { timeoutMs: durationOf(args.timeout), maxBytes: args.max_bytes, insecureSkipVerify: args.insecure_skip_verify, signal });
     c.success.value++;
     log.info({ url: item.url, path: item.path, bytes, ms: Math.round(performance.now() - started) }, "download finished");
