@@ -75,7 +75,7 @@ async function waitForRun(status: string, runId: number, expected: string): Prom
     const last = jobs.ads.last_manual_run;
     if (last?.run_id === runId) {
       expect(last.status).toBe(expected);
-      return last as unknown as Record<string, unknown>;
+      return last;
     }
     await new Promise((r) => setTimeout(r, 20));
   }

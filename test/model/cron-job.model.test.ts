@@ -182,7 +182,7 @@ describe("cron job model", () => {
       if (after.value !== "stopped") {
         await expectView(after);
         // Where the machine refuses a manual trigger, the API refuses it with the guard's code.
-        if (!after.can(ENQUEUE as never)) {
+        if (!after.can(ENQUEUE)) {
           const guard = refusingGuard(after, ENQUEUE);
           const refusal = GUARD_REFUSALS[guard ?? ""];
           expect(refusal, `guard ${guard}`).toBeDefined();

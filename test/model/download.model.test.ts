@@ -76,7 +76,7 @@ function send(kind: Asker["kind"]): Asker {
   if (kind === "manual") {
     const settled = s
       .api("/api/plugins/dl/download", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
-      .then(async (r) => ({ status: r.status, body: (await r.json()) as unknown }));
+      .then(async (r) => ({ status: r.status, body: (await r.json()) }));
     return { kind, settled };
   }
   return { kind, settled: ask(s.udpPort, "fetch.test", "A", { timeoutMs: 20_000 }).then((r) => ({ rcode: rcodeOf(r) })) };
@@ -136,7 +136,7 @@ describe("download batch model", () => {
         if (after.value === "idle") expect(items[0].last_error === null).toBe(after.context.last.failed === 0);
       }
       // A manual request the machine refuses here is refused by the API with the guard's code.
-      if (!after.can(MANUAL as never)) {
+      if (!after.can(MANUAL)) {
         const guard = refusingGuard(after, MANUAL);
         const refusal = GUARD_REFUSALS[guard ?? ""];
         expect(refusal, `guard ${guard}`).toBeDefined();

@@ -71,12 +71,14 @@ const routes: PluginRoute<CronPlugin>[] = [
     method: "GET",
     path: "jobs/status",
     summary: "Every job's schedule, next run, current run and latest manual result",
+    errors: ["cron_unavailable"],
     schema: {
       response: {
         200: { type: "object", required: ["ok", "jobs"], properties: { ok: { type: "boolean" }, jobs: { type: "object", additionalProperties: jobStatusSchema } } },
       },
     },
     handle(_req, plugin) {
+      if (!plugin.concern) throw new RouteError("cron_unavailable", `cron '${plugin.tag}' has no job actors (it is being replaced or stopped)`);
       const jobs = jobsOf(plugin);
       return { ok: true, jobs: Object.fromEntries(plugin.view.jobs.map((j) => [j.job, jobStatus((jobs[j.job]?.getSnapshot() as { context: CronJobContext }).context)])) };
     },
