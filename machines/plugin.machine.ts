@@ -1,7 +1,8 @@
 // One plugin instance: creating → ready → destroying → destroyed, or failed. The actor owns the
-// instance's lifecycle: it invokes the create (create + init) and destroy procedures, and while
-// ready it runs the plugin's concern actor (provider reload, cache operations, matcher mode, ...)
-// as its child. Its parent, the runtime actor, decides when each plugin is created and destroyed.
+// instance's lifecycle: it invokes the create (create + init) and destroy procedures, and from
+// ready until destroyed it runs the plugin's concern actor (provider reload, cache operations,
+// matcher mode, cron jobs, ...) as its child. Its parent, the runtime actor, decides when each
+// plugin is created and destroyed.
 
 import { assign, enqueueActions, fromPromise, sendParent, setup, type AnyActorLogic, type AnyActorRef } from "xstate";
 
@@ -34,8 +35,7 @@ export type PluginEvent = { type: "PLUGIN.DESTROY" };
 /** Told to the runtime actor. */
 export type PluginReport =
   | { type: "PLUGIN.READY"; tag: string }
-  | { type: "PLUGIN.FAILED"; tag: string; error: unknown }
-  | { type: "PLUGIN.DESTROYED"; tag: string };
+  | { type: "PLUGIN.FAILED"; tag: string; error: unknown };
 
 export const concernSystemId = (pluginSystemId: string, concernId: string): string => `${pluginSystemId}/${concernId}`;
 
@@ -69,7 +69,6 @@ export const pluginMachine = setup({
     recordError: assign({ error: ({ event }) => errorText((event as { error?: unknown }).error) }),
     reportReady: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.READY", tag: context.tag })),
     reportFailed: sendParent(({ context, event }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: (event as { error?: unknown }).error })),
-    reportDestroyed: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.DESTROYED", tag: context.tag })),
   },
 }).createMachine({
   id: "plugin",
@@ -85,14 +84,15 @@ export const pluginMachine = setup({
       },
     },
     ready: { on: { "PLUGIN.DESTROY": "destroying" } },
+    // The concern outlives the instance's destroy, which may ask it to wind down (a cron plugin cancels its runs).
     destroying: {
-      entry: "stopConcern",
+      exit: "stopConcern",
       // destroyPlugin logs its own errors and never rejects.
       invoke: { src: "destroy", input: ({ context }) => ({ tag: context.tag, host: context.host }), onDone: "destroyed", onError: "destroyed" },
     },
-    // Terminal but not final: a final state would report `done` to a runtime that may already have
-    // finished. A plugin that failed to create has already released what it made.
-    failed: {},
-    destroyed: { entry: "reportDestroyed" },
+    // A plugin that failed to create has already released what it made.
+    failed: { type: "final" },
+    // The runtime actor learns of it from this actor's done event, sent once it has fully stopped.
+    destroyed: { type: "final" },
   },
 });

@@ -24,7 +24,10 @@ export interface RuntimeContext {
   error: string | null;
 }
 
-export type RuntimeEvent = PluginReport | { type: "RUNTIME.RETIRE" };
+/** A plugin actor reached a final state (xstate sends it once the actor has stopped). */
+type PluginDone = { type: `xstate.done.actor.plugin:${string}`; actorId: string };
+
+export type RuntimeEvent = PluginReport | PluginDone | { type: "RUNTIME.RETIRE" };
 
 /** Told to the app actor. */
 export type RuntimeReport =
@@ -49,6 +52,8 @@ export const runtimeMachine = setup({
   guards: {
     allReady: ({ context }) => context.created.length >= context.host.order.length,
     noneLeft: ({ context }) => context.created.length === 0,
+    /** The plugin actor destroyed last has stopped (its done event comes after everything it did). */
+    lastPluginDone: ({ context, event }) => (event as PluginDone).actorId === `plugin:${context.created[context.created.length - 1] ?? ""}`,
   },
   actions: {
     createNext: enqueueActions(({ enqueue, context }) => {
@@ -95,12 +100,12 @@ export const runtimeMachine = setup({
     draining: {
       always: { guard: "noneLeft", target: "destroyed" },
       entry: "destroyLast",
-      on: { "PLUGIN.DESTROYED": { actions: ["forgetLast", "destroyLast"] } },
+      on: { "xstate.done.actor.*": { guard: "lastPluginDone", actions: ["forgetLast", "destroyLast"] } },
     },
     unwinding: {
       always: { guard: "noneLeft", target: "failed" },
       entry: "destroyLast",
-      on: { "PLUGIN.DESTROYED": { actions: ["forgetLast", "destroyLast"] } },
+      on: { "xstate.done.actor.*": { guard: "lastPluginDone", actions: ["forgetLast", "destroyLast"] } },
     },
     failed: { type: "final", entry: "reportGone" },
     destroyed: { type: "final", entry: "reportGone" },

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   invalid_ip: 400,
   invalid_cache_entry_id: 400,
   invalid_cache_dump: 400,
+  invalid_download_request: 400,
   unauthorized: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
@@ -33,6 +34,8 @@ export const ERROR_STATUS = {
   plugin_route_not_found: 404,
   provider_not_found: 404,
   cache_entry_not_found: 404,
+  cron_job_not_found: 404,
+  download_index_out_of_range: 404,
   not_acceptable: 406,
   // Refused by a guard, or in conflict with the current state.
   config_conflict: 409,
@@ -41,6 +44,8 @@ export const ERROR_STATUS = {
   config_save_busy: 409,
   provider_reload_busy: 409,
   cache_busy: 409,
+  cron_job_already_running: 409,
+  download_busy: 409,
   operation_not_allowed: 409,
   body_too_large: 413,
   // The server could not do it.
@@ -52,6 +57,7 @@ export const ERROR_STATUS = {
   config_save_unavailable: 503,
   config_validation_busy: 503,
   plugin_unavailable: 503,
+  cron_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

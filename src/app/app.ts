@@ -5,6 +5,7 @@
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
 import { controlResolver, createAppActor, type AppActor, type ConfigActor } from "../../actors/app.actor.js";
+import { RefusedError, sendIfAccepted } from "../../actors/ask.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
 import type { RuntimeHost } from "../../machines/runtime.machine.js";
@@ -80,7 +81,7 @@ export class App implements ApiHost {
     this.logRing = new LogRing(LOG_RING_CAPACITY, this.bus);
     const config = initial.config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
-    this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir };
+    this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     this.actor = createAppActor(this, this.bus, { clock: Date.now, describe });
     this.logStateChanges();
@@ -183,7 +184,19 @@ export class App implements ApiHost {
     await this.api.listen();
   }
 
-  prepare(input: PrepareInput): Promise<Prepared> {
+  /** A reload asked for by a plugin (the `reload` executor): the same event and guards as POST /api/reload. */
+  requestReload(): void {
+    try {
+      sendIfAccepted(this.actor, { type: "RELOAD.REQUEST" });
+    } catch (err) {
+      const guard = err instanceof RefusedError ? err.guard : null;
+      if (guard === "reloadIdle") throw new Error("a reload is already pending or in progress", { cause: err });
+      if (guard === "notStopping") throw new Error("the application is stopping", { cause: err });
+      throw new Error(`the application cannot reload now (${(err as Error).message})`, { cause: err });
+    }
+  }
+
+  async prepare(input: PrepareInput): Promise<Prepared> {
     let config: SluiceConfig;
     let analysis: Analysis;
     if (input.initial) {
@@ -196,7 +209,9 @@ export class App implements ApiHost {
       analysis = analyzeConfig(config, this.catalog);
     }
     const runtime = new Runtime(config, analysis, this.services, this.catalog, controlResolver(this.actor.system, input.generation));
-    return Promise.resolve({ version: config.version, host: runtime });
+    // Files some plugins need before anything is created (download's startup_if_missing).
+    await runtime.prepare();
+    return { version: config.version, host: runtime };
   }
 
   activate(host: RuntimeHost, generation: number): void {

@@ -1,12 +1,11 @@
 // One configuration save (PUT /api/config), run by the config actor one at a time: compare the
 // client's base_version with the file, validate the text as the file it will become, then replace
-// the file atomically (temp file beside it, write, fsync, rename, fsync the directory). A crash at
-// any point leaves either the old or the new file, never a mix.
+// the file atomically (./atomic-file.ts: temp file beside it, write, fsync, rename, fsync the
+// directory). A crash at any point leaves either the old or the new file, never a mix.
 
-import { randomBytes } from "node:crypto";
-import { open, readdir, readFile, realpath, rename, rm, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { readFile, realpath, stat } from "node:fs/promises";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
+import { removeStaleTemps, replaceFileAtomically } from "./atomic-file.js";
 import { contentVersion, withoutBom } from "./load.js";
 import { validationFailure, type ConfigValidator } from "./validate-pool.js";
 import type { Logger } from "../observability/logger.js";
@@ -39,72 +38,6 @@ async function writeTarget(path: string): Promise<string> {
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return path;
     throw err;
-  }
-}
-
-const TEMP_SUFFIX = ".tmp";
-const tempPrefix = (target: string): string => `.${basename(target)}.save-`;
-
-/** Directory entries must reach the disk too, or a crash after rename can bring the old name back. */
-async function syncDirectory(dir: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch (err) {
-    // Some platforms and file systems cannot open or fsync a directory; the rename is still atomic.
-    if (!["EISDIR", "EINVAL", "EPERM", "EACCES", "ENOTSUP"].includes(errnoCode(err))) throw err;
-  } finally {
-    await handle?.close();
-  }
-}
-
-/** Writes `content` to a hidden temp file beside `target`, fsyncs it and renames it over `target`. */
-export async function replaceFileAtomically(target: string, content: string): Promise<void> {
-  const dir = dirname(target);
-  const temp = join(dir, `${tempPrefix(target)}${process.pid}-${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
-  let mode = 0o644;
-  try {
-    mode = (await stat(target)).mode & 0o7777;
-  } catch (err) {
-    if (errnoCode(err) !== "ENOENT") throw err;
-  }
-  const handle = await open(temp, "wx", mode);
-  try {
-    try {
-      await handle.writeFile(content, "utf8");
-      await handle.chmod(mode); // open() applied the umask; keep the file's own permissions
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, target);
-  } catch (err) {
-    await rm(temp, { force: true });
-    throw err;
-  }
-  await syncDirectory(dir);
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoCode(err) === "EPERM";
-  }
-};
-
-/** Removes temp files that a killed process left beside `target` (never those of a live one). */
-async function removeStaleTemps(target: string, log: Logger): Promise<void> {
-  const prefix = tempPrefix(target);
-  const pattern = /^(\d+)-[0-9a-f]+\.tmp$/;
-  for (const name of await readdir(dirname(target))) {
-    if (!name.startsWith(prefix) || !name.endsWith(TEMP_SUFFIX)) continue;
-    const pid = pattern.exec(name.slice(prefix.length))?.[1];
-    if (!pid || Number(pid) === process.pid || alive(Number(pid))) continue;
-    await rm(join(dirname(target), name), { force: true });
-    log.info({ target: "config", file: name }, "removed a temp file left by an interrupted save");
   }
 }
 
@@ -158,7 +91,7 @@ export async function saveConfigFile(request: SaveRequest, t: SaveTarget): Promi
   const version = fileVersion(request.content);
   t.log.info({ target: "config", path: t.path, version, bytes: Buffer.byteLength(request.content) }, "configuration saved");
   try {
-    await removeStaleTemps(target, t.log);
+    for (const file of await removeStaleTemps(target)) t.log.info({ target: "config", file }, "removed a temp file left by an interrupted save");
   } catch (err) {
     t.log.warn({ target: "config", err: errnoCode(err) }, "could not look for temp files of interrupted saves");
   }

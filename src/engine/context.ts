@@ -1,6 +1,7 @@
 // The state of one query as it moves through a pipeline.
 
 import type { Message } from "../dns/message.js";
+import { FLAG, QCLASS, QTYPE } from "../dns/constants.js";
 import { parseIP, unmapIPv4 } from "../dns/ip.js";
 import { normalizeName } from "../dns/name.js";
 import { buildReply, type RecordBlock } from "../dns/reply.js";
@@ -38,6 +39,8 @@ export class DnsContext {
   path: PathEvent[] | null = null;
   /** Sequences running for this query, outermost first counted (bounded by MAX_CALL_DEPTH). */
   callDepth = 0;
+  /** Set for background runs (cron jobs): aborted when the run is cancelled, so long executors can stop early. */
+  signal: AbortSignal | null = null;
   /** Arrival time, ms on the monotonic clock. */
   readonly startedAt: number;
   private parsedClient: Uint8Array | null | undefined = undefined;
@@ -110,6 +113,7 @@ export class DnsContext {
     c.attrs = this.attrs ? new Map(this.attrs) : null;
     c.path = this.path ? [] : null;
     c.callDepth = this.callDepth;
+    c.signal = this.signal;
     return c;
   }
 
@@ -119,4 +123,15 @@ export class DnsContext {
     this.marks = branch.marks;
     if (this.path && branch.path) for (const e of branch.path) this.path.push(e);
   }
+}
+
+/**
+ * A context for work that no client asked for (a cron job): one question `name` A IN from
+ * 0.0.0.0 port 0 over the `internal` protocol, with the given attributes.
+ */
+export function syntheticContext(name: string, attrs: Map<string, string | number> | null = null): DnsContext {
+  const query: Message = { id: 0, flags: FLAG.RD, questions: [{ name, type: QTYPE.A, class: QCLASS.IN }], answers: [], authorities: [], additionals: [], edns: null };
+  const ctx = new DnsContext(query, null, "0.0.0.0", 0, "internal");
+  ctx.attrs = attrs;
+  return ctx;
 }

@@ -21,6 +21,9 @@ import { fallback } from "./executors/fallback.js";
 import { metricsCollector } from "./executors/metrics-collector.js";
 import { querySummary } from "./executors/query-summary.js";
 import { reloadProvider } from "./executors/reload-provider.js";
+import { reload } from "./executors/reload.js";
+import { cron } from "./executors/cron/index.js";
+import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
@@ -78,6 +81,9 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   querySummary,
   debugPrint,
   reloadProvider,
+  reload,
+  cron,
+  download,
   // matchers
   trueMatcher,
   falseMatcher,

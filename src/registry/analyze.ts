@@ -75,6 +75,11 @@ class Analyzer implements CheckEnv {
     return { error: found.error };
   }
 
+  isExecutorType(word: string): boolean {
+    const found = this.lookup(word);
+    return "def" in found && found.def.kind === "executor";
+  }
+
   quickSetup(kind: "executor" | "matcher", expr: string, at: (string | number)[]): { problems: ArgProblem[]; deps: DependencySpec[] } {
     const { type, param } = splitQuickSetup(expr);
     const found = this.lookup(type);
@@ -153,6 +158,8 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
         a.report(rp.config, ["args", ...d.argsPath], `${field} expects ${article(d.kind)}, but '${d.target}' is ${article(target.def.kind)} (type '${target.def.type}')`);
       } else if (d.pluginType && target.def.type !== d.pluginType) {
         a.report(rp.config, ["args", ...d.argsPath], `${field} expects plugin type '${d.pluginType}', but '${d.target}' has type '${target.def.type}'`);
+      } else if (d.refuseType && target.def.type === d.refuseType.type) {
+        a.report(rp.config, ["args", ...d.argsPath], `${field} references '${d.target}' (type '${target.def.type}'): ${d.refuseType.reason}`);
       }
     }
   }

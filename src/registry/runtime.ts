@@ -85,15 +85,47 @@ export class Runtime {
     return { type: rp.def.type, kind: rp.def.kind, concern };
   }
 
-  /** Destroys one plugin and the quick-setup instances it owns; errors are logged, not thrown. */
+  /**
+   * Destroys one plugin and the quick-setup instances it owns; errors are logged, not thrown. It
+   * stays listed until its destroy returns, so its routes answer (a stopping cron: 503) meanwhile.
+   */
   async destroyPlugin(tag: string): Promise<void> {
     const live = this.plugins.get(tag);
     if (!live) return;
-    this.plugins.delete(tag);
-    await this.destroyOne(live);
+    try {
+      await this.destroyOne(live);
+    } finally {
+      this.plugins.delete(tag);
+    }
   }
 
-  private initError(rp: ResolvedPlugin, err: unknown): PluginInitError {
+  /**
+   * Runs every live plugin's `prepare` (download: fetch missing files) in configuration order,
+   * before anything is created. The first failure is the runtime's (startup or reload fails).
+   */
+  async prepare(): Promise<void> {
+    const live = new Set(this.order);
+    for (const rp of this.analysis.plugins) {
+      const tag = rp.config.tag;
+      if (!live.has(tag) || !rp.def.prepare) continue;
+      try {
+        await rp.def.prepare(rp.args, {
+          tag,
+          log: this.services.log.child({ target: `plugin:${tag}` }),
+          services: this.services,
+          resolvePath: (p) => this.resolvePath(p),
+        });
+      } catch (err) {
+        throw this.initError(rp, err, "could not prepare");
+      }
+    }
+  }
+
+  private resolvePath(p: string): string {
+    return isAbsolute(p) ? p : resolve(this.services.baseDir, p);
+  }
+
+  private initError(rp: ResolvedPlugin, err: unknown, failed = "failed to initialize"): PluginInitError {
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof ArgError) {
       const path = [...rp.config.path, "args", ...err.path];
@@ -101,7 +133,7 @@ export class Runtime {
       const d = rp.config.source.locate(path, `plugin '${rp.config.tag}': ${where}${message}`);
       return new PluginInitError(rp.config.tag, d.message, [d]);
     }
-    const d = rp.config.source.locate(rp.config.path, `plugin '${rp.config.tag}' (${rp.def.type}) failed to initialize: ${message}`);
+    const d = rp.config.source.locate(rp.config.path, `plugin '${rp.config.tag}' (${rp.def.type}) ${failed}: ${message}`);
     return new PluginInitError(rp.config.tag, d.message, [d]);
   }
 
@@ -139,7 +171,7 @@ export class Runtime {
       owner: this,
       log: services.log.child({ target: `plugin:${tag}` }),
       services,
-      resolvePath: (p) => (isAbsolute(p) ? p : resolve(services.baseDir, p)),
+      resolvePath: (p) => this.resolvePath(p),
       executor: (t) => this.get(t, "executor") as Executor,
       matcher: (t, negate = false) => this.modes.wrap(t, this.get(t, "matcher") as Matcher, negate),
       provider: (t) => this.get(t, "provider"),
@@ -148,13 +180,19 @@ export class Runtime {
         const m = (await quick("matcher", expr, internalTag)) as Matcher;
         return negate ? { match: (c) => !m.match(c) } : m;
       },
+      isExecutorType: (word) => this.isExecutorType(word),
       control: (t) => this.controls(t),
     };
   }
 
+  private isExecutorType(word: string): boolean {
+    const found = this.catalog.lookup(word);
+    return "def" in found && found.def.kind === "executor";
+  }
+
   /** Quick-setup args were fully checked during analysis; nothing nests further here. */
   private checkEnv(): CheckEnv {
-    return { quickSetup: () => ({ problems: [], deps: [] }) };
+    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word) };
   }
 
   private get(tag: string, kind: PluginKind): AnyPlugin {

@@ -11,4 +11,14 @@ export interface Services {
   readonly listeners: ListenerPool;
   /** Working directory (-d) that relative paths in the configuration resolve against. */
   readonly baseDir: string;
+  /** The application's controls that a plugin may use (provided by the App). */
+  readonly app: AppControl;
+}
+
+export interface AppControl {
+  /**
+   * Asks for a reload of the configuration file, as POST /api/reload does (same actor, same
+   * guards). Throws an Error saying why when it is refused (a reload pending or running, stopping).
+   */
+  requestReload(): void;
 }

@@ -18,6 +18,8 @@ export interface DependencySpec {
   kind: PluginKind;
   /** Set when only one type will do (jump/goto need a `sequence`). */
   pluginType?: string;
+  /** A type the target may not have, and why (a cron job cannot run another cron). */
+  refuseType?: { type: string; reason: string };
 }
 
 /** A problem in a plugin's args, located by its path inside `args`. */
@@ -85,6 +87,16 @@ export type EntryExecutor = (ctx: DnsContext) => ReturnType<Executor["execute"]>
 export interface CheckEnv {
   /** Validates a quick-setup expression `type param` for a kind; returns problems and deps. */
   quickSetup(kind: "executor" | "matcher", expr: string, at: (string | number)[]): { problems: ArgProblem[]; deps: DependencySpec[] };
+  /** Whether `word` is an executor type of this build (a cron executor `word ...` is then a quick setup, else a tag). */
+  isExecutorType(word: string): boolean;
+}
+
+/** What a definition's `prepare` receives: it runs before any plugin of the runtime is created. */
+export interface PrepareContext {
+  readonly tag: string;
+  readonly log: Logger;
+  readonly services: Services;
+  resolvePath(path: string): string;
 }
 
 export interface CreateContext {
@@ -102,6 +114,8 @@ export interface CreateContext {
   /** Builds a private quick-setup instance `type param` owned by this plugin. */
   quickExecutor(expr: string, internalTag: string): Promise<Executor>;
   quickMatcher(expr: string, internalTag: string, negate?: boolean): Promise<Matcher>;
+  /** Whether `word` is an executor type of this build (as CheckEnv.isExecutorType). */
+  isExecutorType(word: string): boolean;
   /**
    * The control plane of another plugin of this runtime (its concern actor), for executors that
    * drive one (`reload_provider` → a provider's reload). Resolved when called, not at create time.
@@ -132,6 +146,11 @@ export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginK
   check?(args: Args, env: CheckEnv): ArgProblem[];
   /** References to other plugins found in the args (no plugin is created). */
   dependencies?(args: Args, env: CheckEnv): DependencySpec[];
+  /**
+   * Work that must be done before any plugin of the runtime is created, in configuration order (a
+   * `download` fetches missing files its providers read). A failure fails the startup or reload.
+   */
+  prepare?(args: Args, ctx: PrepareContext): Promise<void>;
   create(args: Args, ctx: CreateContext): I | Promise<I>;
   /** The instance's control plane: a concern actor (its machine) and API routes. */
   readonly control?: PluginControl<I>;

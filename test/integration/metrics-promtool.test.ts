@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { startCli, type RunningCli } from "../helpers/cli.js";
 import { ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
+import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const PROMTOOL = process.env.PROMTOOL ?? "promtool";
@@ -25,6 +26,7 @@ function promtoolCheck(text: string): Promise<{ code: number | null; output: str
 }
 
 let up: Responder;
+let files: FileServer;
 let run: RunningCli;
 let dir: string;
 let apiPort = 0;
@@ -32,6 +34,8 @@ let udpPort = 0;
 
 beforeAll(async () => {
   up = await startResponder((q) => answerWith(q, ["192.0.2.1", "2001:db8::1"].filter((ip) => (q.questions[0]?.type === 28) === ip.includes(":"))));
+  files = await startFileServer();
+  files.set("list.txt", "full:listed.example\n");
   dir = tempDir("sluice-promtool-");
   writeFileSync(
     join(dir, "sluice.yaml"),
@@ -51,6 +55,9 @@ plugins:
   - { tag: fwd, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${up.port}", tag: local_up }] } }
   - { tag: fwd2, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${up.port}" }] } }
   - { tag: fb, type: fallback, args: { primary: fwd, secondary: fwd2, threshold: 500 } }
+  - { tag: fetch, type: download, args: { startup_if_missing: false, downloads: [{ url: "${files.url}/files/list.txt", dir: dl }] } }
+  - { tag: reload_all, type: reload }
+  - { tag: jobs, type: cron, args: { jobs: [{ name: fetch, schedule: "0 3 * * *", executors: [$fetch, "sleep 1"] }] } }
   - tag: main
     type: sequence
     args:
@@ -78,6 +85,7 @@ afterAll(async () => {
   run.child.kill("SIGKILL");
   await run.exited;
   await up.close();
+  await files.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -94,6 +102,8 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   await ask(udpPort, "dual.example", "AAAA");
   await ask(udpPort, "10.1.168.192.in-addr.arpa", "PTR");
   await udpExchange(udpPort, Buffer.from(buildQuery("x.example").subarray(0, 14)), 500);
+  expect((await fetch(`http://127.0.0.1:${apiPort}/api/plugins/jobs/jobs/fetch/run`, { method: "POST" })).status).toBe(202);
+  await run.waitForLog((l) => l.msg === "cron run finished");
 
   const res = await fetch(`http://127.0.0.1:${apiPort}/api/metrics`);
   expect(res.status).toBe(200);
@@ -122,6 +132,14 @@ test("a scrape after traffic through every metered plugin passes `promtool check
     "reload_provider_reload_total",
     "ratelimit_allowed_total",
     "fallback_primary_total",
+    "cron_job_run_total",
+    "cron_job_skipped_total",
+    "cron_executor_error_total",
+    "download_success_total",
+    "download_failure_total",
+    "download_timeout_total",
+    "reload_trigger_total",
+    "reload_error_total",
     "process_cpu_seconds_total",
     "nodejs_active_handles",
   ]) {
@@ -129,5 +147,7 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   }
   expect(text).toMatch(/^server_request_duration_seconds_count\{plugin_tag="udp",protocol="udp"\} [1-9]/m);
   expect(text).toMatch(/^forward_query_duration_seconds_count\{plugin_tag="fwd"\} [1-9]/m);
+  expect(text).toMatch(/^cron_job_run_total\{plugin_tag="jobs"\} 1$/m);
+  expect(text).toMatch(/^download_success_total\{plugin_tag="fetch"\} 1$/m);
 
 });

@@ -4,6 +4,7 @@
 // plugin's routes are 404 and a new plugin's routes answer, with no change to the listener.
 // GET /api/plugins lists the live plugins with their actor states and routes.
 
+import { Ajv } from "ajv";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AnyActorRef, AnyMachineSnapshot } from "xstate";
 import { ask, ActorGoneError, RefusedError } from "../../../actors/ask.js";
@@ -18,6 +19,10 @@ import { pluginsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
 
 type AnyRoute = PluginRoute<unknown>;
+
+const ajvOptions = { allErrors: false, removeAdditional: false, useDefaults: true, allowUnionTypes: true, strict: false } as const;
+const coercingAjv = new Ajv({ ...ajvOptions, coerceTypes: true });
+const strictAjv = new Ajv({ ...ajvOptions, coerceTypes: false });
 
 interface Registered {
   route: AnyRoute;
@@ -109,6 +114,8 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
   void api.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    // Query strings and paths are text and are coerced to their schema types; a JSON body already has types ({"index": "1"} is not an integer).
+    scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? strictAjv : coercingAjv).compile(schema));
 
     for (const [key, { route, types }] of registered) {
       const badBody = (route.invalidBody ?? "invalid_request") as ErrorCode;

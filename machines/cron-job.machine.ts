@@ -1,0 +1,191 @@
+// One job of a `cron` plugin (systemId runtime:<n>/plugin:<tag>/cron:<tag>/<job>): idle → pending →
+// running → idle, and stopped (final) when the plugin goes. A scheduled trigger (schedule or
+// interval) starts a run at once from idle and is skipped (and counted) while a run is active; a
+// manual trigger is accepted only from idle (guard jobNotRunning: HTTP 409) and waits in `pending`
+// until the cron actor's manual queue starts it. The timer (`scheduler`) and the executor chain
+// (`run`) are provided by the plugin's control (src/plugins/executors/cron/control.ts).
+
+import { assign, fromCallback, fromPromise, sendParent, setup, stateIn, type EventObject } from "xstate";
+
+export type CronTrigger = "manual" | "schedule" | "interval";
+export type CronRunStatus = "completed" | "completed_with_errors" | "failed" | "cancelled";
+
+/** The run shown as `current_run` by GET jobs/status. */
+export interface CronCurrentRun {
+  run_id: number;
+  trigger: CronTrigger;
+  status: "pending" | "running";
+  /** When it was accepted (pending) or began running. */
+  started_at_ms: number;
+}
+
+/** The latest manual run's result (`last_manual_run`). */
+export interface CronManualResult {
+  run_id: number;
+  status: CronRunStatus;
+  executor_error_count: number;
+  completed_at_ms: number;
+}
+
+export interface CronRunInput {
+  job: string;
+  run_id: number;
+  trigger: CronTrigger;
+  /** When the trigger fired (the scheduled time for schedule and interval runs). */
+  scheduled_at_ms: number;
+}
+
+export interface CronRunOutput {
+  status: CronRunStatus;
+  executor_error_count: number;
+}
+
+export interface CronSchedule {
+  job: string;
+  schedule: string | null;
+  interval_ms: number | null;
+}
+
+export interface CronJobContext extends CronSchedule {
+  tag: string;
+  clock: () => number;
+  next_run_ms: number | null;
+  /** run_id of the latest run (0 before the first); ids are shared by every trigger. */
+  last_run_id: number;
+  current: CronCurrentRun | null;
+  scheduled_at_ms: number | null;
+  last_manual: CronManualResult | null;
+  runs: number;
+  skipped: number;
+}
+
+export type CronJobEvent =
+  | { type: "JOB.ENQUEUE"; requestId: string }
+  | { type: "JOB.START" }
+  | { type: "JOB.TICK"; trigger: "schedule" | "interval"; scheduled_at_ms: number }
+  | { type: "JOB.NEXT"; next_run_ms: number | null }
+  | { type: "JOB.CANCEL" };
+
+/** Told to the cron actor (machines/cron.machine.ts). */
+export type CronJobReport = { type: "JOB.ACCEPTED"; job: string; requestId: string; run_id: number } | { type: "JOB.FINISHED"; job: string; trigger: CronTrigger };
+
+export type CronJobInput = CronSchedule & { tag: string; clock: () => number };
+
+type DoneEvent = { output: CronRunOutput };
+
+const notProvided = (): Promise<never> => Promise.reject(new Error("not provided"));
+
+export const cronJobMachine = setup({
+  types: {
+    context: {} as CronJobContext,
+    events: {} as CronJobEvent,
+    input: {} as CronJobInput,
+  },
+  actors: {
+    run: fromPromise<CronRunOutput, CronRunInput>(notProvided),
+    // Sends JOB.NEXT with each next run time and JOB.TICK when it is due; none by default.
+    scheduler: fromCallback<EventObject, CronSchedule>(() => undefined),
+  },
+  guards: {
+    /** One active run per job: a manual trigger during a pending or running run is refused, not queued (HTTP 409). */
+    jobNotRunning: stateIn("idle"),
+  },
+  actions: {
+    /** Metrics and the log (provided by the plugin's control). */
+    countRun: () => {},
+    countSkipped: (_args, _params: { trigger: string }) => {},
+    /** Logs the run a reload or shutdown cancelled (provided by the plugin's control). */
+    logCancelled: () => {},
+    acceptManual: assign(({ context }) => {
+      const run_id = context.last_run_id + 1;
+      return { last_run_id: run_id, scheduled_at_ms: context.clock(), current: { run_id, trigger: "manual" as const, status: "pending" as const, started_at_ms: context.clock() } };
+    }),
+    reportAccepted: sendParent(({ context, event }): CronJobReport => ({
+      type: "JOB.ACCEPTED",
+      job: context.job,
+      requestId: (event as Extract<CronJobEvent, { type: "JOB.ENQUEUE" }>).requestId,
+      run_id: context.last_run_id,
+    })),
+    acceptScheduled: assign(({ context, event }) => {
+      const tick = event as Extract<CronJobEvent, { type: "JOB.TICK" }>;
+      const run_id = context.last_run_id + 1;
+      return { last_run_id: run_id, scheduled_at_ms: tick.scheduled_at_ms, current: { run_id, trigger: tick.trigger, status: "pending" as const, started_at_ms: context.clock() } };
+    }),
+    markRunning: assign(({ context }) => ({
+      runs: context.runs + 1,
+      current: context.current ? { ...context.current, status: "running" as const, started_at_ms: context.clock() } : null,
+    })),
+    recordSkipped: assign({ skipped: ({ context }) => context.skipped + 1 }),
+    recordNext: assign({ next_run_ms: ({ event }) => (event as Extract<CronJobEvent, { type: "JOB.NEXT" }>).next_run_ms }),
+    recordDone: assign(({ context, event }) => {
+      const out = (event as unknown as DoneEvent).output;
+      return finished(context, out.status, out.executor_error_count);
+    }),
+    recordFailed: assign(({ context }) => finished(context, "failed", 0)),
+    recordCancelled: assign(({ context }) => finished(context, "cancelled", 0)),
+    // Runs before the record action clears the current run.
+    reportFinished: sendParent(({ context }): CronJobReport => ({ type: "JOB.FINISHED", job: context.job, trigger: context.current?.trigger ?? "manual" })),
+  },
+}).createMachine({
+  id: "cronJob",
+  initial: "idle",
+  context: ({ input }) => ({
+    ...input,
+    next_run_ms: null,
+    last_run_id: 0,
+    current: null,
+    scheduled_at_ms: null,
+    last_manual: null,
+    runs: 0,
+    skipped: 0,
+  }),
+  invoke: { id: "scheduler", src: "scheduler", input: ({ context }) => ({ job: context.job, schedule: context.schedule, interval_ms: context.interval_ms }) },
+  on: {
+    "JOB.NEXT": { actions: "recordNext" },
+    "JOB.ENQUEUE": { guard: "jobNotRunning", target: ".pending", actions: ["acceptManual", "reportAccepted"] },
+    // The plugin is going (reload or shutdown): an active run ends as `cancelled`.
+    "JOB.CANCEL": { target: ".stopped", actions: ["logCancelled", "recordCancelled"] },
+  },
+  states: {
+    idle: {
+      on: { "JOB.TICK": { target: "running", actions: "acceptScheduled" } },
+    },
+    // Accepted; waits for its turn in the cron actor's manual queue.
+    pending: {
+      on: {
+        "JOB.START": "running",
+        "JOB.TICK": { actions: ["recordSkipped", { type: "countSkipped", params: ({ event }) => ({ trigger: event.trigger }) }] },
+      },
+    },
+    running: {
+      entry: ["markRunning", "countRun"],
+      invoke: {
+        id: "run",
+        src: "run",
+        input: ({ context }) => ({
+          job: context.job,
+          run_id: context.current?.run_id ?? context.last_run_id,
+          trigger: context.current?.trigger ?? "manual",
+          scheduled_at_ms: context.scheduled_at_ms ?? context.clock(),
+        }),
+        onDone: { target: "idle", actions: ["reportFinished", "recordDone"] },
+        onError: { target: "idle", actions: ["reportFinished", "recordFailed"] },
+      },
+      on: {
+        "JOB.TICK": { actions: ["recordSkipped", { type: "countSkipped", params: ({ event }) => ({ trigger: event.trigger }) }] },
+      },
+    },
+    stopped: { type: "final" },
+  },
+});
+
+/** Ends the current run: a manual one becomes `last_manual_run`; scheduled results are not kept. */
+function finished(context: CronJobContext, status: CronRunStatus, errors: number): Partial<CronJobContext> {
+  const run = context.current;
+  if (!run) return { current: null, scheduled_at_ms: null };
+  const last_manual = run.trigger === "manual" ? { run_id: run.run_id, status, executor_error_count: errors, completed_at_ms: context.clock() } : context.last_manual;
+  return { current: null, scheduled_at_ms: null, last_manual };
+}
+
+/** The job's state name: idle, pending, running or stopped. */
+export const jobState = (value: unknown): string => (typeof value === "string" ? value : Object.keys(value as object)[0] ?? "unknown");

@@ -1,0 +1,123 @@
+// The cron plugin's control plane: the cron:<tag> actor with one child per job
+// (machines/cron.machine.ts, machines/cron-job.machine.ts) bound to this instance's timers, runs
+// and metrics, and the routes under /api/plugins/<tag>/: POST jobs/<name>/run starts a manual run
+// (202 once accepted, before it ends); GET jobs/status shows each job's current run and latest
+// manual result.
+
+import { fromCallback, fromPromise, type AnyActorRef, type EventObject } from "xstate";
+import { cronJobMachine, type CronJobContext, type CronJobEvent, type CronRunInput, type CronSchedule } from "../../../../machines/cron-job.machine.js";
+import { cronMachine, type CronContext, type CronRunAccepted } from "../../../../machines/cron.machine.js";
+import { RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import type { CronPlugin } from "./index.js";
+import { startSchedule } from "./schedule.js";
+
+const nullable = (schema: object) => ({ anyOf: [schema, { type: "null" }] });
+
+const jobStatusSchema = {
+  type: "object",
+  required: ["schedule", "interval_ms", "next_run_ms", "current_run", "last_manual_run"],
+  properties: {
+    schedule: { type: ["string", "null"] },
+    interval_ms: { type: ["integer", "null"] },
+    next_run_ms: { type: ["integer", "null"] },
+    current_run: nullable({
+      type: "object",
+      required: ["run_id", "trigger", "status", "started_at_ms"],
+      properties: { run_id: { type: "integer" }, trigger: { type: "string" }, status: { type: "string" }, started_at_ms: { type: "integer" } },
+    }),
+    last_manual_run: nullable({
+      type: "object",
+      required: ["run_id", "status", "executor_error_count", "completed_at_ms"],
+      properties: { run_id: { type: "integer" }, status: { type: "string" }, executor_error_count: { type: "integer" }, completed_at_ms: { type: "integer" } },
+    }),
+  },
+} as const;
+
+/** One job's status record from its actor's context (spec: Cron job status). */
+export function jobStatus(c: CronJobContext): object {
+  return { schedule: c.schedule, interval_ms: c.interval_ms, next_run_ms: c.next_run_ms, current_run: c.current, last_manual_run: c.last_manual };
+}
+
+const jobsOf = (plugin: { concern: { snapshot(): { context: unknown } } | null }): Record<string, AnyActorRef> =>
+  ((plugin.concern?.snapshot().context as CronContext | undefined)?.jobs ?? {}) as Record<string, AnyActorRef>;
+
+const routes: PluginRoute<CronPlugin>[] = [
+  {
+    method: "POST",
+    path: "jobs/:job/run",
+    summary: "Start a job now (manual trigger); 202 once the run is accepted, before it ends",
+    description:
+      "The run goes through the plugin's manual queue: manual runs of one plugin run one at a time, in order, and `current_run.status` is `pending` while one waits. The job's schedule is unchanged.",
+    status: 202,
+    errors: ["cron_job_not_found", "cron_job_already_running", "cron_unavailable"],
+    schema: {
+      params: { type: "object", required: ["job"], properties: { job: { type: "string", minLength: 1, maxLength: 512, description: "The job name (URL-encoded)" } } },
+      response: {
+        202: {
+          type: "object",
+          required: ["ok", "job", "status", "trigger", "run_id"],
+          properties: { ok: { type: "boolean" }, job: { type: "string" }, status: { type: "string" }, trigger: { type: "string" }, run_id: { type: "integer" } },
+        },
+      },
+    },
+    async handle(req, plugin) {
+      const job = req.params.job ?? "";
+      if (!plugin.concern) throw new RouteError("cron_unavailable", `cron '${plugin.tag}' has no job actors (it is being replaced or stopped)`);
+      const accepted = (await plugin.concern.ask({ type: "CRON.RUN", job })) as CronRunAccepted;
+      return { ok: true, job, status: "started", trigger: "manual", run_id: accepted.run_id };
+    },
+  },
+  {
+    method: "GET",
+    path: "jobs/status",
+    summary: "Every job's schedule, next run, current run and latest manual result",
+    errors: ["cron_unavailable"],
+    schema: {
+      response: {
+        200: { type: "object", required: ["ok", "jobs"], properties: { ok: { type: "boolean" }, jobs: { type: "object", additionalProperties: jobStatusSchema } } },
+      },
+    },
+    handle(_req, plugin) {
+      if (!plugin.concern) throw new RouteError("cron_unavailable", `cron '${plugin.tag}' has no job actors (it is being replaced or stopped)`);
+      const jobs = jobsOf(plugin);
+      return { ok: true, jobs: Object.fromEntries(plugin.view.jobs.map((j) => [j.job, jobStatus((jobs[j.job]?.getSnapshot() as { context: CronJobContext }).context)])) };
+    },
+  },
+];
+
+export const cronControl: PluginControl<CronPlugin> = {
+  concern: (cron, env) => {
+    const timing = new Map(cron.jobs.map((j) => [j.job, j.timing]));
+    const job = cronJobMachine.provide({
+      actors: {
+        run: fromPromise(({ input, signal }: { input: CronRunInput; signal: AbortSignal }) => cron.run(input, signal)),
+        scheduler: fromCallback<EventObject, CronSchedule>(({ input, sendBack }) => {
+          const t = timing.get(input.job);
+          if (!t) return undefined;
+          return startSchedule(t, {
+            next: (at) => sendBack({ type: "JOB.NEXT", next_run_ms: at } satisfies CronJobEvent),
+            due: (trigger, at) => sendBack({ type: "JOB.TICK", trigger, scheduled_at_ms: at } satisfies CronJobEvent),
+          });
+        }),
+      },
+      actions: {
+        countRun: () => {
+          cron.counters.runs.value++;
+        },
+        logCancelled: ({ context }) => {
+          if (context.current) env.log.info({ job: context.job, run_id: context.current.run_id, trigger: context.current.trigger, was: context.current.status }, "cron run cancelled");
+        },
+        countSkipped: ({ context }, params: { trigger: string }) => {
+          cron.counters.skipped.value++;
+          env.log.warn({ job: context.job, trigger: params.trigger, run_id: context.current?.run_id }, "cron trigger skipped: the job's previous run is still active");
+        },
+      },
+    });
+    return {
+      id: `cron:${env.tag}`,
+      logic: cronMachine.provide({ actors: { job } }),
+      input: { tag: env.tag, clock: Date.now, queueSize: cron.manualQueue, jobs: cron.jobs.map((j) => ({ job: j.job, schedule: j.schedule, interval_ms: j.interval_ms })) },
+    };
+  },
+  routes,
+};

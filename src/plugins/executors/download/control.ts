@@ -1,0 +1,74 @@
+// The download plugin's control plane: the download:<tag> actor (machines/download.machine.ts) runs
+// one batch at a time, and the routes under /api/plugins/<tag>/: GET downloads lists the configured
+// items, POST download runs a batch (all items, or one by index) and answers when it is done.
+// Only configured targets can be fetched: the body can name an index, never a URL or a path.
+
+import { fromPromise } from "xstate";
+import { downloadMachine, type BatchInput, type DownloadResult } from "../../../../machines/download.machine.js";
+import { RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import type { Downloader } from "./index.js";
+
+const itemSchema = {
+  type: "object",
+  required: ["index", "url", "path", "running", "last_run_ms", "last_success_ms", "last_error", "size_bytes"],
+  properties: {
+    index: { type: "integer" },
+    url: { type: "string" },
+    path: { type: "string" },
+    running: { type: "boolean" },
+    last_run_ms: { type: ["integer", "null"] },
+    last_success_ms: { type: ["integer", "null"] },
+    last_error: { type: ["string", "null"] },
+    size_bytes: { type: ["integer", "null"] },
+  },
+} as const;
+
+const resultSchema = {
+  type: "object",
+  required: ["ok", "total", "succeeded", "failed"],
+  properties: { ok: { type: "boolean" }, total: { type: "integer" }, succeeded: { type: "integer" }, failed: { type: "integer" } },
+} as const;
+
+const routes: PluginRoute<Downloader>[] = [
+  {
+    method: "GET",
+    path: "downloads",
+    summary: "The configured downloads with their last run, last success, last error and file size",
+    schema: { response: { 200: { type: "object", required: ["ok", "items"], properties: { ok: { type: "boolean" }, items: { type: "array", items: itemSchema } } } } },
+    async handle(_req, plugin) {
+      return { ok: true, items: await plugin.view.list() };
+    },
+  },
+  {
+    method: "POST",
+    path: "download",
+    summary: "Download every configured file ({}) or one ({index}); answers when the batch is done",
+    description: "ok is false when any file failed (timeouts included); the previous file of a failed item is unchanged. A batch already running (manual, pipeline or cron) makes this 409 download_busy.",
+    invalidBody: "invalid_download_request",
+    errors: ["invalid_download_request", "download_index_out_of_range", "download_busy", "plugin_unavailable"],
+    schema: {
+      body: { type: "object", additionalProperties: false, properties: { index: { type: "integer", minimum: 0 } } },
+      response: { 200: resultSchema },
+    },
+    async handle(req, plugin) {
+      const index = (req.body as { index?: number }).index ?? null;
+      if (index !== null && index >= plugin.view.items.length) {
+        throw new RouteError("download_index_out_of_range", `index ${index} is out of range: '${plugin.tag}' has ${plugin.view.items.length} downloads (0-${plugin.view.items.length - 1})`);
+      }
+      if (!plugin.concern) throw new RouteError("plugin_unavailable", `download '${plugin.tag}' has no control actor (it is being replaced or stopped)`);
+      const result = (await plugin.concern.ask({ type: "DOWNLOAD.RUN", index, source: "manual" })) as DownloadResult;
+      return { ok: result.failed === 0, ...result };
+    },
+  },
+];
+
+export const downloadControl: PluginControl<Downloader> = {
+  concern: (downloader, env) => ({
+    id: `download:${env.tag}`,
+    logic: downloadMachine.provide({
+      actors: { batch: fromPromise(({ input }: { input: BatchInput }) => downloader.batch(input.index, input.signal)) },
+    }),
+    input: { tag: env.tag, clock: Date.now },
+  }),
+  routes,
+};
