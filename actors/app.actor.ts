@@ -1,11 +1,12 @@
 // The actor system: the app machine bound to the App's procedures, with every transition of every
 // actor (app, config, runtime:<n>, their plugins and concerns) published on the bus.
 
-import { createActor, fromPromise, type Actor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
-import { appMachine, type AppContext, type Prepared, type PrepareInput } from "../machines/app.machine.js";
+import { createActor, fromPromise, sendParent, type Actor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
+import { appMachine, type AppContext, type AppInput, type Prepared, type PrepareInput } from "../machines/app.machine.js";
 import { configMachine, type SaveRequest, type SaveResult } from "../machines/config.machine.js";
 import { concernSystemId } from "../machines/plugin.machine.js";
 import { pluginSystemId, type RuntimeContext, type RuntimeHost } from "../machines/runtime.machine.js";
+import { upgradeMachine, type UpgradeOutcome } from "../machines/upgrade.machine.js";
 import type { Bus } from "../src/bus.js";
 import { ask } from "./ask.js";
 import { actorPath } from "./inspect.js";
@@ -22,10 +23,13 @@ export interface AppProcedures {
   activate(runtime: RuntimeHost, generation: number): void;
   /** The first generation could not be built: keep the error (with its diagnostics) for the CLI. */
   startupFailed(error: unknown): void;
+  /** One upgrade task (POST /api/upgrade/apply): up to the switch of `current`; the restart follows. */
+  applyUpgrade(request: unknown): Promise<UpgradeOutcome>;
 }
 
 export type AppActor = Actor<typeof appMachine>;
 export type ConfigActor = Actor<typeof configMachine>;
+export type UpgradeActor = Actor<typeof upgradeMachine>;
 
 /**
  * xstate starts an invoked promise inside the transition that invokes it; work that touches other
@@ -70,7 +74,7 @@ export function controlResolver(system: AppActor["system"], g: number) {
 
 export { concernSystemId };
 
-export function createAppActor(app: AppProcedures, bus: Bus, input: { clock: () => number; describe: (error: unknown) => string }): AppActor {
+export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): AppActor {
   const machine = appMachine.provide({
     actors: {
       startApi: fromPromise(() => afterTransition(() => app.startApi())),
@@ -78,6 +82,11 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: { clock: () 
       stopServices: fromPromise(({ input: p }: { input: { restart: boolean } }) => afterTransition(() => app.stopServices(p.restart))),
       config: configMachine.provide({
         actors: { save: fromPromise(({ input: request }: { input: SaveRequest }) => afterTransition(() => app.saveConfig(request))) },
+      }),
+      upgrade: upgradeMachine.provide({
+        actors: { apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.applyUpgrade(request))) },
+        // The app refuses a restart only when it is already stopping (checked before the switch); the next start runs the new release then.
+        actions: { requestRestart: sendParent({ type: "RESTART" }) },
       }),
     },
     actions: {

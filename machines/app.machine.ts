@@ -1,5 +1,6 @@
 // Application lifecycle and reload status in one machine (configuration saves are its child
-// actor `config`, machines/config.machine.ts):
+// actor `config`, machines/config.machine.ts; the self-upgrade task its child `upgrade`,
+// machines/upgrade.machine.ts, which asks for a RESTART once a new release is switched in):
 //   running: starting (API) → initializing (first generation) → serving ⇄ reloading
 //   shutting_down | restarting: retire every generation, then close the listeners → stopped
 // Each configuration generation is a child actor runtime:<n> (machines/runtime.machine.ts) that
@@ -10,6 +11,7 @@
 import { and, assign, enqueueActions, fromPromise, setup } from "xstate";
 import { configMachine } from "./config.machine.js";
 import { runtimeMachine, type RuntimeHost, type RuntimeReport } from "./runtime.machine.js";
+import { upgradeMachine, type RestoredUpgrade } from "./upgrade.machine.js";
 
 export type ReloadState = "idle" | "pending" | "in_progress" | "ok" | "failed";
 
@@ -44,6 +46,19 @@ export interface AppContext {
   building: { generation: number; version: string } | null;
   /** Runtime actors still alive (building, active or draining). */
   live: number[];
+  /** The running version and the last upgrade's recorded outcome, for the `upgrade` actor. */
+  upgradeInput: UpgradeInput;
+}
+
+export interface UpgradeInput {
+  version: string;
+  restored: RestoredUpgrade | null;
+}
+
+export interface AppInput {
+  clock: () => number;
+  describe: (error: unknown) => string;
+  upgradeInput?: UpgradeInput;
 }
 
 export type AppEvent = { type: "SHUTDOWN" } | { type: "RESTART" } | { type: "RELOAD.REQUEST" } | RuntimeReport;
@@ -88,13 +103,15 @@ export const appMachine = setup({
   types: {
     context: {} as AppContext,
     events: {} as AppEvent,
-    input: {} as { clock: () => number; describe: (error: unknown) => string },
+    input: {} as AppInput,
     output: {} as AppOutput,
   },
   actors: {
     runtime: runtimeMachine,
     // Serialises PUT /api/config; its `save` actor is provided by actors/app.actor.ts.
     config: configMachine,
+    // The self-upgrade task; its `apply` actor and restart request are provided by actors/app.actor.ts.
+    upgrade: upgradeMachine,
     startApi: fromPromise<void>(notProvided),
     prepare: fromPromise<Prepared, PrepareInput>(notProvided),
     stopServices: fromPromise<void, { restart: boolean }>(notProvided),
@@ -159,6 +176,7 @@ export const appMachine = setup({
   initial: "running",
   context: ({ input }) => ({
     ...input,
+    upgradeInput: input.upgradeInput ?? { version: "0.0.0", restored: null },
     shutdownRequested: false,
     restartRequested: false,
     error: null,
@@ -169,7 +187,10 @@ export const appMachine = setup({
     live: [],
   }),
   output: ({ context }) => ({ restart: context.restartRequested && context.error === null, error: context.error }),
-  invoke: { id: "config", systemId: "config", src: "config" },
+  invoke: [
+    { id: "config", systemId: "config", src: "config" },
+    { id: "upgrade", systemId: "upgrade", src: "upgrade", input: ({ context }) => ({ clock: context.clock, ...context.upgradeInput }) },
+  ],
   on: {
     SHUTDOWN: { guard: "noStopRequested", actions: "requestShutdown" },
     RESTART: { guard: "noStopRequested", actions: "requestRestart" },

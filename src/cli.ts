@@ -1,10 +1,14 @@
 #!/usr/bin/env node
-// sluice start|check -c FILE [-d DIR] [-l LEVEL]
+// sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback
 
 import { resolve } from "node:path";
-import { App, checkConfig } from "./app/app.js";
+import { App, checkConfig, describe } from "./app/app.js";
 import { tuneHeapGrowth } from "./app/heap.js";
-import { replaceProcess } from "./app/restart.js";
+import { replaceProcess, type Handover } from "./app/restart.js";
+import { selfTest } from "./app/self-test.js";
+import { runUpgradeCommand, UPGRADE_HELP, UpgradeUsageError } from "./upgrade/cli.js";
+import { detectInstallDir } from "./upgrade/layout.js";
+import { guardStart } from "./upgrade/trial.js";
 import { VERSION } from "./version.js";
 import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
 import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
@@ -15,13 +19,15 @@ const HELP = `sluice ${VERSION} — a DNS policy engine
 
 Usage:
   sluice start [-c FILE] [-d DIR] [-l LEVEL]   run the DNS service in the foreground
-  sluice check [-c FILE] [-d DIR]              validate a configuration and exit
+  sluice check [-c FILE] [-d DIR] [--self-test] validate a configuration and exit
+  sluice upgrade check|apply|rollback ...      releases: see sluice upgrade --help
   sluice --help | --version
 
 Options:
   -c, --config FILE        configuration file (default: sluice.yaml)
   -d, --working-dir DIR    directory that relative paths resolve against (default: current)
   -l, --log-level LEVEL    override log.level: ${LOG_LEVELS.join(", ")}
+      --self-test          check also loads the native addons (what an upgrade runs on a new release)
 
 check exits 0 when the configuration is valid, 1 with every problem listed otherwise.
 SIGINT and SIGTERM stop the service gracefully.
@@ -32,6 +38,7 @@ interface Options {
   config: string;
   dir: string;
   level?: LogLevel;
+  selfTest?: boolean;
 }
 
 class UsageError extends Error {}
@@ -52,6 +59,7 @@ function parseArgs(argv: string[]): Options | "help" | "version" {
     };
     if (flag === "-c" || flag === "--config") opts.config = need();
     else if (flag === "-d" || flag === "--working-dir") opts.dir = resolve(need());
+    else if (flag === "--self-test" && command === "check") opts.selfTest = true;
     else if ((flag === "-l" || flag === "--log-level") && command === "start") {
       const level = need().toLowerCase();
       if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`log level must be one of ${LOG_LEVELS.join(", ")}`);
@@ -71,7 +79,34 @@ function report(err: unknown): void {
   }
 }
 
+async function upgrade(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(UPGRADE_HELP);
+    return argv.length === 0 ? 2 : 0;
+  }
+  try {
+    return await runUpgradeCommand(argv);
+  } catch (err) {
+    if (err instanceof UpgradeUsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${UPGRADE_HELP}`);
+      return 2;
+    }
+    report(err);
+    return 1;
+  }
+}
+
+/** Runs the program again (or leaves that to the supervisor); the exit status of this process. */
+function handOver(originalCwd: string, log?: App["log"]): number {
+  const h: Handover = replaceProcess(originalCwd);
+  if (h.kind === "exit") return h.status;
+  if (log) log.info({ target: "app", pid: h.pid }, "restarted: the replacement process is running");
+  else process.stderr.write(`restarted: the replacement process is running (pid ${h.pid ?? "unknown"})\n`);
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "upgrade") return upgrade(argv.slice(1));
   let opts: ReturnType<typeof parseArgs>;
   try {
     opts = parseArgs(argv);
@@ -93,6 +128,7 @@ async function main(argv: string[]): Promise<number> {
     try {
       const { analysis } = checkConfig(configPath, createCatalog());
       process.stdout.write(`configuration is valid: ${configPath} (${analysis.plugins.length} plugins)\n`);
+      if (opts.selfTest) process.stdout.write(`self-test passed: ${await selfTest()}\n`);
       return 0;
     } catch (err) {
       report(err);
@@ -101,6 +137,15 @@ async function main(argv: string[]): Promise<number> {
   }
   tuneHeapGrowth();
   const originalCwd = process.cwd();
+  // The first start after an upgrade is a trial: it must reach serving in time, or the old release runs again.
+  const guard = guardStart(VERSION, detectInstallDir(undefined, opts.dir), (reason) => {
+    process.stderr.write(`error: ${reason}\n`);
+    process.exit(handOver(originalCwd) || 1);
+  });
+  if (guard.rolledBack !== null) {
+    process.stderr.write(`error: ${guard.rolledBack}\n`);
+    return handOver(originalCwd) || 1;
+  }
   process.chdir(opts.dir);
   // Signals are handled from the start: one arriving during startup stops the service once it is up.
   let app: App | null = null;
@@ -115,18 +160,24 @@ async function main(argv: string[]): Promise<number> {
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   try {
-    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level });
+    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level, upgradeRestored: guard.restored });
   } catch (err) {
     report(err);
+    if (guard.failed(describe(err))) {
+      process.stderr.write("error: the upgraded release failed to start; switched back to the previous release\n");
+      return handOver(originalCwd) || 1;
+    }
     return 1;
+  }
+  const upgraded = guard.served();
+  if (upgraded) {
+    app.upgradeActor.send({ type: "UPGRADE.RESTORED", result: upgraded });
+    app.log.info({ target: "upgrade", from: upgraded.from_version, version: upgraded.installed_version }, "upgrade complete: the new release is serving");
   }
   if (signals > 0) void app.stop();
   const outcome = await app.done;
-  if (outcome.restart) {
-    const replacement = replaceProcess(originalCwd);
-    app.log.info({ target: "app", pid: replacement.pid }, "restarted: the replacement process is running");
-  }
   if (outcome.error) process.stderr.write(`error: ${outcome.error}\n`);
+  if (outcome.restart) return handOver(originalCwd, app.log);
   return outcome.error ? 1 : 0;
 }
 

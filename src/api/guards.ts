@@ -15,6 +15,8 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   noStopRequested: { code: "shutdown_in_progress", message: "the application is already stopping" },
   notStopping: { code: "shutting_down", message: "the application is stopping; no reload can run" },
   reloadIdle: { code: "reload_busy", message: "a reload is already pending or in progress" },
+  // upgrade (machines/upgrade.machine.ts)
+  upgradeIdle: { code: "upgrade_in_progress", message: "an upgrade is already in progress" },
   // config (machines/config.machine.ts)
   saveIdle: { code: "config_save_busy", message: "another save is in progress; retry once it has finished" },
   // provider:<tag> (machines/provider.machine.ts)

@@ -2,8 +2,9 @@
 // by the App (src/app/app.ts). Routes read actor snapshots and send events through it; they never
 // reach into the App, and src/api never imports src/app.
 
-import type { AppActor, ConfigActor } from "../../actors/app.actor.js";
+import type { AppActor, ConfigActor, UpgradeActor } from "../../actors/app.actor.js";
 import type { Bus } from "../bus.js";
+import type { UpgradeConfig } from "../config/upgrade.js";
 import type { ConfigValidator } from "../config/validate-pool.js";
 import type { LogRing } from "../observability/log-ring.js";
 import type { Logger } from "../observability/logger.js";
@@ -32,10 +33,14 @@ export interface ApiHost {
   readonly actor: AppActor;
   /** Serialises configuration saves. */
   readonly configActor: ConfigActor;
+  /** The self-upgrade task: one at a time; it asks the app to restart into a new release. */
+  readonly upgradeActor: UpgradeActor;
   /** Validates configuration text in worker threads, off the event loop. */
   readonly validator: ConfigValidator;
   /** The configuration file the process runs. */
   configPath(): string;
+  /** The running configuration's `upgrade` section. */
+  upgradeSettings(): UpgradeConfig | null;
   /** The generation answering queries (null before the first one is up and after the last is gone). */
   liveRuntime(): LiveRuntime | null;
 }

@@ -21,6 +21,7 @@ import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
 import { registerLogRoutes } from "./routes/logs.js";
 import { registerPluginRoutes } from "./routes/plugins.js";
+import { registerUpgradeRoutes } from "./routes/upgrade.js";
 import { BUILTIN_WEBUI_INDEX, BUILTIN_WEBUI_ROOT, WebUi } from "./webui.js";
 
 /** `api.http.limits.max_conns` default: room for 200 log-stream clients and the WebUI besides. */
@@ -223,6 +224,8 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   registerInspectRoutes(fastify, ctx);
   registerLogRoutes(fastify, ctx);
   registerPluginRoutes(fastify, ctx);
+  // Routes exist only in builds with the upgrade feature (spec: Upgrade).
+  if (host.catalog.build.enabledFeatures.includes("upgrade")) registerUpgradeRoutes(fastify, ctx);
   fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, policy.auth !== null));
   await fastify.ready();
   // Node drops connections beyond this at accept, before any parsing.

@@ -4,9 +4,10 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { controlResolver, createAppActor, type AppActor, type ConfigActor } from "../../actors/app.actor.js";
+import { controlResolver, createAppActor, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
 import { RefusedError, sendIfAccepted } from "../../actors/ask.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
+import { upgradeState, type RestoredUpgrade, type UpgradeOutcome } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
 import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
@@ -17,6 +18,7 @@ import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { configLimits } from "../config/limits.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
+import type { UpgradeConfig } from "../config/upgrade.js";
 import { ConfigValidator } from "../config/validate-pool.js";
 import { LogRing } from "../observability/log-ring.js";
 import { createLogger, pinoLevel, type Logger } from "../observability/logger.js";
@@ -26,6 +28,8 @@ import { analyzeConfig, type Analysis } from "../registry/analyze.js";
 import { createCatalog, type Catalog } from "../registry/catalog.js";
 import { PluginInitError, Runtime } from "../registry/runtime.js";
 import type { Services } from "../registry/services.js";
+import type { UpgradeOptions } from "../upgrade/options.js";
+import { VERSION } from "../version.js";
 
 export interface AppOptions {
   configPath: string;
@@ -36,6 +40,8 @@ export interface AppOptions {
   stdout?: Writable;
   env?: NodeJS.ProcessEnv;
   catalog?: Catalog;
+  /** The last upgrade's outcome recorded in the install directory (GET /api/upgrade/status shows it). */
+  upgradeRestored?: RestoredUpgrade | null;
 }
 
 /** Loads and statically validates a configuration file. Throws ConfigError. */
@@ -83,7 +89,7 @@ export class App implements ApiHost {
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
     this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
-    this.actor = createAppActor(this, this.bus, { clock: Date.now, describe });
+    this.actor = createAppActor(this, this.bus, { clock: Date.now, describe, upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null } });
     this.logStateChanges();
     this.done = new Promise((resolve) => {
       this.actor.subscribe({ complete: () => resolve(this.actor.getSnapshot().output as AppOutput) });
@@ -119,6 +125,14 @@ export class App implements ApiHost {
       if (r.status === "ok") this.log.info({ target: "app", version: r.running_version, generation: snap.context.current }, "reload succeeded");
       if (r.status === "failed") this.log.warn({ target: "app", err: r.last_error }, "reload failed; the previous configuration keeps serving");
     });
+    let upgrade = "";
+    this.upgradeActor.subscribe((snap) => {
+      const state = upgradeState(snap.value);
+      if (state === upgrade) return;
+      upgrade = state;
+      this.log.info({ target: "control", actor: "upgrade", state }, "state changed");
+      if (state === "failed") this.log.warn({ target: "upgrade", err: snap.context.error }, "upgrade failed; the running release is unchanged");
+    });
   }
 
   get config(): SluiceConfig {
@@ -145,6 +159,11 @@ export class App implements ApiHost {
     return this.actor.system.get("config") as ConfigActor;
   }
 
+  /** The self-upgrade task (machines/upgrade.machine.ts). */
+  get upgradeActor(): UpgradeActor {
+    return this.actor.system.get("upgrade") as UpgradeActor;
+  }
+
   /** Graceful stop through the app machine; resolves when stopped. */
   async stop(): Promise<AppOutput> {
     const snap = this.actor.getSnapshot();
@@ -168,6 +187,10 @@ export class App implements ApiHost {
 
   configPath(): string {
     return this.config.path as string;
+  }
+
+  upgradeSettings(): UpgradeConfig | null {
+    return this.config.upgrade;
   }
 
   liveRuntime(): Runtime | null {
@@ -232,6 +255,17 @@ export class App implements ApiHost {
   /** Writes the configuration file the process runs (the config actor calls it, one at a time). */
   saveConfig(request: SaveRequest): Promise<SaveResult> {
     return saveConfigFile(request, { path: this.configPath(), validator: this.validator, env: this.env, log: this.log });
+  }
+
+  /** Runs one upgrade task with settings the API resolved (src/upgrade/options.ts). */
+  async applyUpgrade(request: unknown): Promise<UpgradeOutcome> {
+    const { applyUpgrade } = await import("../upgrade/engine.js");
+    return applyUpgrade(request as UpgradeOptions, {
+      log: this.log,
+      configPath: this.configPath(),
+      baseDir: this.baseDir,
+      canRestart: () => this.actor.getSnapshot().can({ type: "RESTART" }),
+    });
   }
 
   async stopServices(restart: boolean): Promise<void> {

@@ -12,6 +12,7 @@ import { apiProblems } from "./api-check.js";
 import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
 import { expandDocument } from "./expand.js";
 import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
+import { upgradeProblems, type UpgradeConfig } from "./upgrade.js";
 
 export const MAX_INCLUDE_DEPTH = 8;
 
@@ -30,6 +31,8 @@ export interface SluiceConfig {
   path: string | null;
   log: LogConfig;
   api: ApiConfig | null;
+  /** The `upgrade` section (self-upgrade settings), null when absent. */
+  upgrade: UpgradeConfig | null;
   plugins: PluginConfig[];
   /** Every file read, main first. */
   files: string[];
@@ -83,7 +86,9 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
   if (schemaProblems.length > 0) return null;
   const apiChecks = raw.api?.http ? apiProblems(raw.api.http) : [];
   for (const p of apiChecks) problems.push(source.locate(["api", "http", ...p.path], p.message));
-  return apiChecks.length > 0 ? null : { source, raw };
+  const upgradeChecks = upgradeProblems(raw.upgrade);
+  for (const p of upgradeChecks) problems.push(source.locate(["upgrade", p.key], p.message));
+  return apiChecks.length + upgradeChecks.length > 0 ? null : { source, raw };
 }
 
 /** A document that parsed but cannot become plain data: an alias bomb, or an alias without its anchor. */
@@ -150,6 +155,7 @@ function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig
     version: contentVersion(text),
     log: parsed.raw.log ?? { level: "info" },
     api: parsed.raw.api?.http ?? null,
+    upgrade: parsed.raw.upgrade ?? null,
     plugins,
     files,
   };

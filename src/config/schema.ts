@@ -2,6 +2,7 @@
 // definition describes).
 
 import { configLimitsProperties, type ConfigLimitsConfig } from "./limits.js";
+import { upgradeSchema, type UpgradeConfig } from "./upgrade.js";
 
 export const LOG_LEVELS = ["off", "trace", "debug", "info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -34,6 +35,7 @@ export interface RawConfig {
   api?: { http?: ApiConfig };
   include?: string[];
   runtime?: { worker_threads?: number };
+  upgrade?: UpgradeConfig;
   plugins?: RawPlugin[];
 }
 
@@ -98,6 +100,7 @@ export const configSchema = {
       additionalProperties: false,
       properties: { worker_threads: { type: "integer", minimum: 1 } },
     },
+    upgrade: upgradeSchema,
     plugins: {
       type: "array",
       default: [],

@@ -29,7 +29,10 @@ export function createLogger(options: LoggerOptions): Logger {
       level: pinoLevel(options.level),
       base: null,
       // Credentials never reach a log line, whatever a caller passes.
-      redact: { paths: ["password", "*.password", "authorization", "*.authorization"], censor: "[redacted]" },
+      redact: {
+        paths: ["password", "*.password", "authorization", "*.authorization", "token", "*.token", "release_host_token", "*.release_host_token"],
+        censor: "[redacted]",
+      },
     },
     multistream(streams),
   );

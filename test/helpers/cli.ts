@@ -42,11 +42,17 @@ export interface RunningCli {
 
 /**
  * Starts `sluice start ...` and follows its JSON log on stdout. `openFiles` starts it under
- * `ulimit -n` (through sh, which execs node: the child's pid is node's).
+ * `ulimit -n` (through sh, which execs node: the child's pid is node's); `launcher` runs an
+ * installed release's bin/sluice instead of the checkout's dist/.
  */
-export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; openFiles?: number } = {}): RunningCli {
+export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; openFiles?: number; launcher?: string } = {}): RunningCli {
   const argv = [CLI, "start", ...args];
-  const [command, commandArgs] = options.openFiles === undefined ? [process.execPath, argv] : ["/bin/sh", ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const [command, commandArgs] =
+    options.launcher !== undefined
+      ? [options.launcher, ["start", ...args]]
+      : options.openFiles === undefined
+        ? [process.execPath, argv]
+        : ["/bin/sh", ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv]];
   const child = spawn(command, commandArgs, { cwd: options.cwd, env: { ...process.env, ...options.env } });
   const logs: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];

@@ -39,7 +39,7 @@ const saveBodySchema = {
 
 // The server's ajv coerces types (for query strings); a save body must not turn 42 into "42".
 const strictAjv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false, allowUnionTypes: true });
-const strictBody: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);
+export const strictBody: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);
 
 const diagnosticsSchema = { type: "array", items: { type: "string" } } as const;
 const detailsSchema = { type: "array", items: { type: "object", additionalProperties: true } } as const;

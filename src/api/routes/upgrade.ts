@@ -1,0 +1,150 @@
+// The upgrade routes (spec: Upgrade), registered only in builds with the `upgrade` feature:
+// check asks the release host and changes nothing; apply hands the task to the `upgrade` actor
+// (one at a time: its guard refuses a second with 409 upgrade_in_progress) and answers 202; status
+// reads the actor. The optional body's release_host_token goes into the task's settings only.
+
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { sendIfAccepted } from "../../../actors/ask.js";
+import { upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
+import { checkUpgrade } from "../../upgrade/engine.js";
+import { resolveOptions, upgradeRequestSchema, UpgradeConfigError, type UpgradeOptions, type UpgradeRequest } from "../../upgrade/options.js";
+import { VERSION } from "../../version.js";
+import { ApiError, errorResponses } from "../errors.js";
+import { refusalError } from "../guards.js";
+import type { ApiHost } from "../host.js";
+import type { RouteContext } from "../server.js";
+import { strictBody } from "./config.js";
+
+/** The bodies are a handful of short fields. */
+const BODY_LIMIT = 16 * 1024;
+
+const int = { type: ["integer", "null"] } as const;
+const str = { type: ["string", "null"] } as const;
+
+const checkSchema = {
+  type: "object",
+  properties: {
+    ok: { type: "boolean" },
+    current_version: { type: "string" },
+    latest_version: { type: "string" },
+    update_available: { type: "boolean" },
+    asset_name: str,
+    release_url: { type: "string" },
+  },
+} as const;
+
+const acceptedSchema = {
+  type: "object",
+  properties: { ok: { type: "boolean" }, action: { type: "string" }, status: { type: "string" }, message: { type: "string" } },
+} as const;
+
+const statusSchema = {
+  type: "object",
+  required: ["ok", "state", "started_at_ms", "completed_at_ms", "error", "installed_version", "restart_required"],
+  properties: {
+    ok: { type: "boolean", description: "false only when state is failed" },
+    state: { type: "string", enum: ["idle", "running", "restarting", "completed", "skipped", "failed"] },
+    started_at_ms: int,
+    completed_at_ms: int,
+    error: str,
+    installed_version: { type: "string" },
+    restart_required: { type: "boolean" },
+    current_version: { type: "string", description: "The version this process runs" },
+    target_version: str,
+  },
+} as const;
+
+/** An empty body is no overrides; anything else must be a JSON object of the spec's fields. */
+function parseBody(raw: unknown): unknown {
+  const text = Buffer.isBuffer(raw) ? raw.toString("utf8") : typeof raw === "string" ? raw : "";
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ApiError("invalid_request", `body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function options(host: ApiHost, req: FastifyRequest): UpgradeOptions {
+  try {
+    return resolveOptions(host.upgradeSettings(), req.body as UpgradeRequest, { baseDir: host.baseDir });
+  } catch (err) {
+    if (err instanceof UpgradeConfigError) throw new ApiError("invalid_upgrade_config", err.message);
+    throw err;
+  }
+}
+
+export function statusRecord(host: ApiHost): Record<string, unknown> {
+  const snap = host.upgradeActor.getSnapshot();
+  const c = snap.context;
+  const state = upgradeState(snap.value);
+  return {
+    ok: state !== "failed",
+    state,
+    started_at_ms: c.started_at_ms,
+    completed_at_ms: c.completed_at_ms,
+    error: c.error,
+    installed_version: c.installed_version,
+    restart_required: state === "restarting",
+    current_version: VERSION,
+    target_version: c.target_version,
+  };
+}
+
+export function registerUpgradeRoutes(api: FastifyInstance, { host }: RouteContext): void {
+  api.get("/api/upgrade/status", { schema: { summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: statusSchema } } }, async () => statusRecord(host));
+
+  // Own scope: an empty body (or one without a JSON content type) is allowed and means no overrides.
+  void api.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    const common = { bodyLimit: BODY_LIMIT, validatorCompiler: strictBody, preValidation: async (req: FastifyRequest) => void (req.body = parseBody(req.body)) };
+
+    scope.post(
+      "/api/upgrade/check",
+      {
+        ...common,
+        schema: {
+          summary: "Compare the newest release with this one (downloads and changes nothing)",
+          tags: ["upgrade"],
+          body: upgradeRequestSchema,
+          response: { 200: checkSchema, ...errorResponses("invalid_request", "invalid_upgrade_config", "upgrade_check_failed") },
+        },
+      },
+      async (req) => {
+        const o = options(host, req);
+        try {
+          return await checkUpgrade(o);
+        } catch (err) {
+          throw new ApiError("upgrade_check_failed", `upgrade check failed: ${(err as Error).message}`);
+        }
+      },
+    );
+
+    scope.post(
+      "/api/upgrade/apply",
+      {
+        ...common,
+        schema: {
+          summary: "Start an upgrade task: download, verify, unpack, smoke-test, switch, restart (poll /api/upgrade/status)",
+          tags: ["upgrade"],
+          body: upgradeRequestSchema,
+          response: { 202: acceptedSchema, ...errorResponses("invalid_request", "invalid_upgrade_config", "upgrade_in_progress", "upgrade_not_installed") },
+        },
+      },
+      async (req, reply) => {
+        const o = options(host, req);
+        if (o.installDir === null) {
+          throw new ApiError("upgrade_not_installed", "this process does not run from an installed release (<install_dir>/releases/<version> and a current symlink); install from a release artefact or set upgrade.install_dir");
+        }
+        try {
+          const event: UpgradeEvent = { type: "UPGRADE.APPLY", request: o };
+          sendIfAccepted(host.upgradeActor, event);
+        } catch (err) {
+          throw refusalError(err);
+        }
+        return reply.code(202).send({ ok: true, action: "upgrade_apply", status: "accepted", message: "upgrade started; the service restarts when it is installed" });
+      },
+    );
+  });
+}

@@ -1,0 +1,158 @@
+// The release artefact, built from a checkout without network access:
+// sluice-<version>-<platform>-<arch>-node<major>.tar.gz holding sluice-<version>/ with dist/,
+// package.json, the production node_modules copied from the installed tree (native addons as built
+// here, without their build intermediates), config/, the WebUI when built, docs, bin/sluice and
+// sluice-release.json; and the release JSON in the GitHub releases API shape beside it.
+
+import { createHash, createPrivateKey, sign } from "node:crypto";
+import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative, sep } from "node:path";
+import { create } from "tar";
+import { artefactName, artefactRoot, signatureName, thisPlatform, type Release, type ReleaseAsset } from "../upgrade/release.js";
+import { MANIFEST_FILE, type ReleaseManifest } from "../upgrade/unpack.js";
+
+export interface BuildOptions {
+  /** The checkout: package.json, package-lock.json, node_modules, dist/ (built). */
+  root: string;
+  outDir: string;
+  /** Version written into the artefact's package.json (default: the checkout's). */
+  version?: string;
+  /** Where the artefact will be downloaded from (its browser_download_url is <baseUrl>/<name>). */
+  baseUrl?: string;
+  /** `<owner>/<name>`, for the default URLs. */
+  repository?: string;
+  /** Ed25519 private key (PEM file): the artefact's signature is published as <name>.sig. */
+  signKey?: string;
+  /** gzip level, 1 (fast) to 9 (small). */
+  gzipLevel?: number;
+}
+
+export interface BuiltRelease {
+  artefact: string;
+  /** The release JSON written beside the artefact (assets of earlier builds of this version kept). */
+  releaseJson: string;
+  release: Release;
+  sha256: string;
+}
+
+interface LockPackage {
+  dev?: boolean;
+  link?: boolean;
+}
+
+/** Directories under node_modules/ of the packages production needs, per package-lock.json. */
+export function productionPackages(root: string): string[] {
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages?: Record<string, LockPackage> };
+  return Object.entries(lock.packages ?? {})
+    .filter(([path, p]) => path.startsWith("node_modules/") && p.dev !== true && p.link !== true)
+    .map(([path]) => path);
+}
+
+/** Copies one package: its nested node_modules are packages of their own; native ones keep only the built addon. */
+function copyPackage(from: string, to: string): void {
+  const native = existsSync(join(from, "binding.gyp"));
+  cpSync(from, to, {
+    recursive: true,
+    dereference: false,
+    filter: (src) => {
+      const rel = relative(from, src);
+      if (rel === "") return true;
+      const parts = rel.split(sep);
+      if (parts[0] === "node_modules" || parts.includes(".bin")) return false;
+      const st = lstatSync(src);
+      if (st.isSymbolicLink()) throw new Error(`${src} is a symbolic link; a release holds regular files only`);
+      if (native && (parts[0] === "deps" || parts[0] === "src")) return false;
+      if (native && parts[0] === "build") return st.isDirectory() ? parts.length <= 2 && (parts.length === 1 || parts[1] === "Release") : parts.length === 3 && parts[1] === "Release" && rel.endsWith(".node") && !rel.endsWith("test_extension.node");
+      return true;
+    },
+  });
+}
+
+function copyTree(from: string, to: string): void {
+  cpSync(from, to, {
+    recursive: true,
+    dereference: false,
+    filter: (src) => {
+      if (lstatSync(src).isSymbolicLink()) throw new Error(`${src} is a symbolic link; a release holds regular files only`);
+      return true;
+    },
+  });
+}
+
+function sha256(file: string): string {
+  return createHash("sha256").update(readFileSync(file)).digest("hex");
+}
+
+/** Builds the artefact and the release JSON into `outDir`. */
+export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
+  const pkg = JSON.parse(readFileSync(join(o.root, "package.json"), "utf8")) as Record<string, unknown> & { version: string };
+  const version = o.version ?? pkg.version;
+  if (!existsSync(join(o.root, "dist", "src", "cli.js"))) throw new Error(`${join(o.root, "dist")} is not built; run npm run build first`);
+  const target = thisPlatform();
+  const name = artefactName(version, target);
+  mkdirSync(o.outDir, { recursive: true });
+  const staging = mkdtempSync(join(o.outDir, ".staging-"));
+  try {
+    const top = join(staging, artefactRoot(version));
+    for (const d of ["src", "machines", "actors"]) if (existsSync(join(o.root, "dist", d))) copyTree(join(o.root, "dist", d), join(top, "dist", d));
+    const { devDependencies: _dev, scripts: _scripts, ...shipped } = pkg;
+    writeFileSync(join(top, "package.json"), JSON.stringify({ ...shipped, version }, null, 2) + "\n");
+    for (const p of productionPackages(o.root)) {
+      const from = join(o.root, p);
+      // Optional dependencies for other platforms are not installed here.
+      if (existsSync(from)) copyPackage(from, join(top, p));
+    }
+    copyTree(join(o.root, "config"), join(top, "config"));
+    const webui = join(o.root, "webui", "dist");
+    if (existsSync(webui)) copyTree(webui, join(top, "webui"));
+    for (const doc of ["README.md", "LICENSE"]) if (existsSync(join(o.root, doc))) copyFileSync(join(o.root, doc), join(top, doc));
+    if (existsSync(join(o.root, "docs"))) copyTree(join(o.root, "docs"), join(top, "docs"));
+    mkdirSync(join(top, "bin"), { recursive: true });
+    copyFileSync(join(o.root, "bin", "sluice"), join(top, "bin", "sluice"));
+    chmodSync(join(top, "bin", "sluice"), 0o755);
+    const manifest: ReleaseManifest = {
+      name: "sluice",
+      version,
+      platform: target.platform,
+      arch: target.arch,
+      node_major: target.nodeMajor,
+      node_abi: process.versions.modules,
+      built_at: new Date().toISOString(),
+    };
+    writeFileSync(join(top, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
+    const artefact = join(o.outDir, name);
+    await create({ gzip: { level: o.gzipLevel ?? 6 }, file: artefact, cwd: staging, portable: true }, [artefactRoot(version)]);
+    return writeReleaseJson(o, version, artefact);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+function writeReleaseJson(o: BuildOptions, version: string, artefact: string): BuiltRelease {
+  const repository = o.repository ?? process.env.GITHUB_REPOSITORY ?? "sluice-dns/sluice";
+  const tag = `v${version}`;
+  const baseUrl = (o.baseUrl ?? `https://github.com/${repository}/releases/download/${tag}`).replace(/\/+$/, "");
+  const digest = sha256(artefact);
+  const assets: ReleaseAsset[] = [{ name: basename(artefact), browser_download_url: `${baseUrl}/${basename(artefact)}`, size: statSync(artefact).size, digest: `sha256:${digest}` }];
+  if (o.signKey) {
+    const key = createPrivateKey(readFileSync(o.signKey));
+    const sigFile = join(dirname(artefact), signatureName(basename(artefact)));
+    writeFileSync(sigFile, sign(null, readFileSync(artefact), key).toString("base64") + "\n");
+    assets.push({ name: basename(sigFile), browser_download_url: `${baseUrl}/${basename(sigFile)}`, size: statSync(sigFile).size, digest: `sha256:${sha256(sigFile)}` });
+  }
+  const releaseJson = join(o.outDir, `release-${version}.json`);
+  // Builds on other platforms add their assets to the same release.
+  const earlier = existsSync(releaseJson) ? (JSON.parse(readFileSync(releaseJson, "utf8")) as Release) : null;
+  const names = new Set(assets.map((a) => a.name));
+  const release: Release & Record<string, unknown> = {
+    tag_name: tag,
+    name: `Sluice ${version}`,
+    draft: false,
+    prerelease: version.includes("-"),
+    html_url: `https://github.com/${repository}/releases/tag/${tag}`,
+    published_at: new Date().toISOString(),
+    assets: [...(earlier?.assets ?? []).filter((a) => !names.has(a.name)), ...assets],
+  };
+  writeFileSync(releaseJson, JSON.stringify(release, null, 2) + "\n");
+  return { artefact, releaseJson, release, sha256: digest };
+}

@@ -1,0 +1,106 @@
+// Shared by the upgrade tests: an install directory holding a running release, a Sluice (in
+// process) configured to upgrade from a test release host into it, and status polling.
+
+import { mkdirSync, readdirSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startSluice, tempDir, type RunningSluice } from "./sluice.js";
+
+export interface InstallDir {
+  dir: string;
+  current(): string;
+  previous(): string | null;
+  releases(): string[];
+}
+
+/** <dir>/releases/<version>/ (a placeholder) and current → releases/<version>. */
+export function makeInstallDir(version: string): InstallDir {
+  const dir = tempDir("sluice-install-");
+  mkdirSync(join(dir, "releases", version), { recursive: true });
+  writeFileSync(join(dir, "releases", version, "placeholder"), version);
+  symlinkSync(join("releases", version), join(dir, "current"));
+  const link = (name: string): string | null => {
+    try {
+      return readlinkSync(join(dir, name));
+    } catch {
+      return null;
+    }
+  };
+  return {
+    dir,
+    current: () => link("current") ?? "",
+    previous: () => link("previous"),
+    releases: () => readdirSync(join(dir, "releases")).sort(),
+  };
+}
+
+/** Every file under `dir` (recursively), for looking for things that must not be there. */
+export function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (!st) return [];
+    return st.isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+export interface UpgradeSettings {
+  releaseApi: string;
+  installDir?: string;
+  repository?: string | null;
+  timeout?: string;
+  extra?: string;
+}
+
+export function upgradeYaml(u: UpgradeSettings): string {
+  const lines = [`  release_api: ${u.releaseApi}`];
+  if (u.repository !== null) lines.push(`  repository: ${u.repository ?? "test/sluice"}`);
+  if (u.installDir) lines.push(`  install_dir: ${u.installDir}`);
+  lines.push(`  timeout: ${u.timeout ?? "3s"}`);
+  if (u.extra) lines.push(u.extra);
+  return `api:
+  http: 127.0.0.1:0
+upgrade:
+${lines.join("\n")}
+plugins:
+  - tag: main
+    type: sequence
+    args:
+      - exec: reject 3
+  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
+`;
+}
+
+export function startUpgradable(u: UpgradeSettings): Promise<RunningSluice> {
+  return startSluice(upgradeYaml(u));
+}
+
+export interface StatusRecord {
+  ok: boolean;
+  state: string;
+  started_at_ms: number | null;
+  completed_at_ms: number | null;
+  error: string | null;
+  installed_version: string;
+  restart_required: boolean;
+  target_version: string | null;
+}
+
+export async function status(base: string): Promise<StatusRecord> {
+  return (await (await fetch(`${base}/api/upgrade/status`)).json()) as StatusRecord;
+}
+
+/** Polls GET /api/upgrade/status until `done` holds; returns every distinct state seen and the last record. */
+export async function pollStatus(base: string, done: (s: StatusRecord) => boolean, timeoutMs = 20_000): Promise<{ seen: string[]; last: StatusRecord }> {
+  const seen: string[] = [];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await status(base);
+    if (seen[seen.length - 1] !== s.state) seen.push(s.state);
+    if (done(s)) return { seen, last: s };
+    if (Date.now() > deadline) throw new Error(`upgrade status still ${s.state} after ${timeoutMs} ms (seen ${seen.join(" → ")})`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const post = (base: string, path: string, body?: unknown): Promise<Response> =>
+  fetch(base + path, { method: "POST", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) }) });

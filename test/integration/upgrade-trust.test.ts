@@ -1,0 +1,210 @@
+// What the upgrade trusts and whom it tells: the release host's token goes to the release host only
+// (not to a download host it redirects to) and appears in no log, status, actor listing or file;
+// with upgrade.public_key only a release signed with its Ed25519 key installs; a SOCKS5 proxy
+// carries every request when one is set.
+import { generateKeyPairSync, sign } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { signatureName } from "../../src/upgrade/release.js";
+import { VERSION } from "../../src/version.js";
+import { fakeRelease } from "../helpers/fake-release.js";
+import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { tempDir } from "../helpers/sluice.js";
+import { filesUnder, makeInstallDir, post, startUpgradable } from "../helpers/upgrade.js";
+
+let api: ReleaseHost;
+let downloads: ReleaseHost;
+
+beforeAll(async () => {
+  api = await startReleaseHost();
+  downloads = await startReleaseHost();
+});
+afterAll(async () => {
+  await api.close();
+  await downloads.close();
+});
+
+describe("release_host_token", () => {
+  test("is sent to the release host only, and never logged, shown or stored", async () => {
+    const token = "ghp_TOKEN-that-must-not-leak-4242";
+    const a = fakeRelease("9.9.9");
+    // The record comes from the release host; the artefact from another origin (as GitHub's downloads do).
+    api.publish(releaseOf("9.9.9", downloads.url, { [a.name]: a.body }), {});
+    downloads.publish(releaseOf("9.9.9", downloads.url, { [a.name]: a.body }), { [a.name]: a.body });
+    const inst = makeInstallDir(VERSION);
+    const s = await startUpgradable({ releaseApi: api.api, installDir: inst.dir });
+    const upgrader = s.app.upgradeActor;
+    const seen: string[] = [];
+    try {
+      const check = await post(s.apiUrl, "/api/upgrade/check", { release_host_token: token });
+      expect(check.status).toBe(200);
+      const apply = await post(s.apiUrl, "/api/upgrade/apply", { release_host_token: token });
+      expect(apply.status).toBe(202);
+      // While the task runs, every place the API shows state.
+      for (const path of ["/api/upgrade/status", "/api/actors", "/api/logs?limit=1000&level=trace", "/api/control"]) seen.push(await (await fetch(s.apiUrl + path)).text());
+      await s.app.done;
+      expect(upgrader.getSnapshot().value).toBe("restarting");
+      for (const file of [...filesUnder(inst.dir), ...filesUnder(s.dir)]) expect(readFileSync(file, "latin1"), file).not.toContain(token);
+    } finally {
+      await s.stop();
+    }
+    expect(api.requests.filter((r) => r.path.includes("/releases/")).map((r) => r.authorization)).toEqual([`Bearer ${token}`, `Bearer ${token}`]);
+    expect(downloads.requests.map((r) => [r.path, r.authorization])).toEqual([[`/dl/${a.name}`, null]]);
+    for (const text of seen) expect(text).not.toContain(token);
+    expect(JSON.stringify(s.logs)).not.toContain(token);
+    expect(JSON.stringify(upgrader.getSnapshot().context)).not.toContain(token);
+  });
+});
+
+describe("upgrade.public_key", () => {
+  const { publicKey, privateKey } = generateKeyPairSync("ed25519");
+  const other = generateKeyPairSync("ed25519").privateKey;
+
+  async function applyWith(sigOf: ((body: Buffer) => Buffer) | null): Promise<{ state: string; error: string | null; current: string }> {
+    const a = fakeRelease("9.9.9");
+    const files: Record<string, Buffer> = { [a.name]: a.body };
+    if (sigOf) files[signatureName(a.name)] = sigOf(a.body);
+    api.publish(releaseOf("9.9.9", api.url, files), files);
+    const inst = makeInstallDir(VERSION);
+    const dir = tempDir("sluice-key-");
+    writeFileSync(join(dir, "release.pub"), publicKey.export({ type: "spki", format: "pem" }));
+    const s = await startUpgradable({ releaseApi: api.api, installDir: inst.dir, extra: `  public_key: ${join(dir, "release.pub")}` });
+    const upgrader = s.app.upgradeActor;
+    try {
+      expect((await post(s.apiUrl, "/api/upgrade/apply")).status).toBe(202);
+      await new Promise<void>((resolve) => {
+        const sub = upgrader.subscribe((snap) => {
+          if (snap.value === "failed" || snap.value === "restarting") {
+            sub.unsubscribe();
+            resolve();
+          }
+        });
+      });
+      const snap = upgrader.getSnapshot();
+      return { state: String(snap.value), error: snap.context.error, current: inst.current() };
+    } finally {
+      await s.stop();
+    }
+  }
+
+  test("a release signed with the key installs (raw or base64 signature)", async () => {
+    expect(await applyWith((b) => sign(null, b, privateKey))).toMatchObject({ state: "restarting", current: "releases/9.9.9" });
+    expect(await applyWith((b) => Buffer.from(sign(null, b, privateKey).toString("base64") + "\n"))).toMatchObject({ state: "restarting", current: "releases/9.9.9" });
+  });
+
+  test("no signature, a signature by another key, or a signature that is not one: failed, nothing switched", async () => {
+    expect(await applyWith(null)).toMatchObject({ state: "failed", error: expect.stringMatching(/no signature asset .*\.tar\.gz\.sig/) as unknown, current: `releases/${VERSION}` });
+    expect(await applyWith((b) => sign(null, b, other))).toMatchObject({ state: "failed", error: expect.stringMatching(/does not verify/) as unknown, current: `releases/${VERSION}` });
+    expect(await applyWith(() => Buffer.from("garbage"))).toMatchObject({ state: "failed", error: expect.stringMatching(/not an Ed25519 signature/) as unknown, current: `releases/${VERSION}` });
+  });
+
+  test("a key that is not an Ed25519 public key is refused as a configuration error", async () => {
+    const dir = tempDir("sluice-key-");
+    writeFileSync(join(dir, "rsa.pub"), generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" }));
+    const s = await startUpgradable({ releaseApi: api.api, extra: `  public_key: ${join(dir, "rsa.pub")}` });
+    try {
+      const res = await post(s.apiUrl, "/api/upgrade/check");
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ code: "invalid_upgrade_config", message: expect.stringMatching(/Ed25519/) as unknown });
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+/** A SOCKS5 proxy (no auth, or user/password) that records where it was asked to connect. */
+async function startSocks5(auth?: { user: string; pass: string }): Promise<{ url: string; targets: string[]; close(): Promise<void> }> {
+  const targets: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    let buf = Buffer.alloc(0);
+    let stage: "greet" | "auth" | "connect" | "piped" = "greet";
+    client.on("data", (d: Buffer) => {
+      if (stage === "piped") return;
+      buf = Buffer.concat([buf, d]);
+      if (stage === "greet" && buf.length >= 2 && buf.length >= 2 + buf[1]) {
+        const methods = [...buf.subarray(2, 2 + buf[1])];
+        buf = buf.subarray(2 + buf[1]);
+        const method = auth ? 2 : 0;
+        client.write(Buffer.from([5, methods.includes(method) ? method : 0xff]));
+        stage = auth ? "auth" : "connect";
+      }
+      if (stage === "auth" && buf.length >= 2 && buf.length >= 3 + buf[1] && buf.length >= 3 + buf[1] + buf[2 + buf[1]]) {
+        const user = buf.subarray(2, 2 + buf[1]).toString();
+        const pass = buf.subarray(3 + buf[1], 3 + buf[1] + buf[2 + buf[1]]).toString();
+        buf = buf.subarray(3 + buf[1] + buf[2 + buf[1]]);
+        const ok = auth !== undefined && user === auth.user && pass === auth.pass;
+        client.write(Buffer.from([1, ok ? 0 : 1]));
+        if (!ok) return void client.end();
+        stage = "connect";
+      }
+      if (stage === "connect" && buf.length >= 5) {
+        const atyp = buf[3];
+        const len = atyp === 1 ? 4 : atyp === 4 ? 16 : 1 + buf[4];
+        if (buf.length < 4 + len + 2) return;
+        const host = atyp === 1 ? [...buf.subarray(4, 8)].join(".") : atyp === 3 ? buf.subarray(5, 5 + buf[4]).toString() : "ipv6";
+        const port = buf.readUInt16BE(4 + len);
+        targets.push(`${host}:${port}`);
+        stage = "piped";
+        const upstream = net.connect({ host, port }, () => {
+          client.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]));
+          const rest = buf.subarray(4 + len + 2);
+          if (rest.length > 0) upstream.write(rest);
+          client.pipe(upstream).pipe(client);
+        });
+        sockets.add(upstream);
+        upstream.on("error", () => client.destroy());
+        client.on("error", () => upstream.destroy());
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: auth ? `socks5://${auth.user}:${auth.pass}@127.0.0.1:${port}` : `socks5://127.0.0.1:${port}`,
+    targets,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe("socks5", () => {
+  test("the check goes through the proxy named in the request (and with user and password)", async () => {
+    api.publish(releaseOf("9.9.9", api.url, {}), {});
+    const port = new URL(api.url).port;
+    for (const auth of [undefined, { user: "u", pass: "p w" }]) {
+      const proxy = await startSocks5(auth);
+      const s = await startUpgradable({ releaseApi: api.api });
+      try {
+        const direct = api.requests.length;
+        const res = await post(s.apiUrl, "/api/upgrade/check", { socks5: proxy.url.replace("p w", "p%20w") });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toMatchObject({ latest_version: "9.9.9" });
+        expect(proxy.targets).toEqual([`127.0.0.1:${port}`]);
+        expect(api.requests.length).toBe(direct + 1);
+      } finally {
+        await s.stop();
+        await proxy.close();
+      }
+    }
+  });
+
+  test("a proxy that refuses the credentials fails the check with a clear error", async () => {
+    const proxy = await startSocks5({ user: "u", pass: "right" });
+    const s = await startUpgradable({ releaseApi: api.api });
+    try {
+      const res = await post(s.apiUrl, "/api/upgrade/check", { socks5: proxy.url.replace("right", "wrong") });
+      expect(res.status).toBe(502);
+      expect(await res.json()).toMatchObject({ code: "upgrade_check_failed", message: expect.stringMatching(/refused the user name and password/) as unknown });
+    } finally {
+      await s.stop();
+      await proxy.close();
+    }
+  });
+});
+
