@@ -14,16 +14,22 @@ export class KeywordAutomaton {
   private readonly fail: Int32Array;
   /** Smallest keyword index that ends at this state or on its failure chain; -1 for none. */
   private readonly best: Int32Array;
+  /** Keyword index that ends exactly at this state; -1 for none. */
+  private readonly ending: Int32Array;
+  /** Nearest state on the failure chain where a keyword ends (0: none), for reporting every match. */
+  private readonly dict: Int32Array;
 
   /** Full transition table (failure links folded in) when the automaton is small: one read per char. */
   private readonly dense: Int32Array | null;
   /** A handful of keywords: String.prototype.includes beats any automaton. */
   private readonly few: readonly string[] | null;
 
-  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array, few: readonly string[] | null) {
+  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array, ending: Int32Array, dict: Int32Array, few: readonly string[] | null) {
     this.edges = edges;
     this.fail = fail;
     this.best = best;
+    this.ending = ending;
+    this.dict = dict;
     this.few = few;
     this.dense = few === null && fail.length <= DENSE_MAX_STATES ? this.denseTable() : null;
   }
@@ -62,6 +68,8 @@ export class KeywordAutomaton {
     const n = children.length;
     const fail = new Int32Array(n);
     const best = Int32Array.from(ending);
+    const ends = Int32Array.from(ending);
+    const dict = new Int32Array(n);
     // Breadth-first: a state's failure target is shallower, so its `best` is already final.
     const queue = new Int32Array(n);
     let head = 0;
@@ -70,8 +78,10 @@ export class KeywordAutomaton {
     while (head < tail) {
       const u = queue[head++];
       if (u !== 0) {
-        const inherited = best[fail[u]];
+        const f = fail[u];
+        const inherited = best[f];
         if (inherited >= 0 && (best[u] < 0 || inherited < best[u])) best[u] = inherited;
+        dict[u] = ends[f] >= 0 ? f : dict[f];
       }
       for (const c of children[u]) {
         const v = edges.get(u * ALPHABET + c) as number;
@@ -89,7 +99,7 @@ export class KeywordAutomaton {
         queue[tail++] = v;
       }
     }
-    return new KeywordAutomaton(edges, fail, best, keywords.length <= FEW_KEYWORDS ? keywords.slice() : null);
+    return new KeywordAutomaton(edges, fail, best, ends, dict, keywords.length <= FEW_KEYWORDS ? keywords.slice() : null);
   }
 
   private step(s: number, c: number): number {
@@ -140,6 +150,25 @@ export class KeywordAutomaton {
       const c = text.charCodeAt(i);
       s = dense !== null ? (c < ALPHABET ? dense[s * ALPHABET + c] : 0) : this.step(s, c);
       if (best[s] >= 0) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Calls `found` with the index of every keyword occurrence in `text` (a keyword occurring twice
+   * is reported twice); stops early when `found` returns true. Returns whether it stopped early.
+   */
+  forEachMatch(text: string, found: (keyword: number) => boolean): boolean {
+    const dense = this.dense;
+    const ending = this.ending;
+    const dict = this.dict;
+    let s = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      s = dense !== null ? (c < ALPHABET ? dense[s * ALPHABET + c] : 0) : this.step(s, c);
+      if (this.best[s] < 0) continue;
+      if (ending[s] >= 0 && found(ending[s])) return true;
+      for (let t = dict[s]; t !== 0; t = dict[t]) if (found(ending[t])) return true;
     }
     return false;
   }
