@@ -264,4 +264,23 @@ describe("KeywordAutomaton.forEachMatch", () => {
       expect(ac.forEachMatch("nothing", () => true)).toBe(false);
     }
   });
+
+  test("dense and map-stepped automata agree with a brute-force search", () => {
+    let seed = 7;
+    const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    const word = (len: number): string => Array.from({ length: len }, () => "abcdefghij.-0123456789xyz"[rnd(25)]).join("");
+    // 60 000 keywords of ~10 characters exceed the dense table's budget; 300 fit in it.
+    for (const count of [300, 60_000]) {
+      const words = [...new Set(Array.from({ length: count }, () => word(3 + rnd(10))))];
+      const ac = KeywordAutomaton.build(words);
+      for (let t = 0; t < 300; t++) {
+        const text = t % 3 === 0 ? `${word(5)}${words[rnd(words.length)]}${word(5)}` : word(30);
+        const brute = words.map((w, i) => (text.includes(w) ? i : -1)).filter((i) => i >= 0);
+        const seen = new Set<number>();
+        ac.forEachMatch(text, (k) => (seen.add(k), false));
+        expect([...seen].sort((a, b) => a - b), text).toEqual(brute);
+        expect(ac.firstMatch(text)).toBe(brute.length > 0 ? brute[0] : -1);
+      }
+    }
+  });
 });

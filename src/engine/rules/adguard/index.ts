@@ -1,7 +1,8 @@
 // The compiled AdGuard rule set: one structure for all four precedence tiers, so a lookup costs
 // what a domain_set lookup does whatever the list size:
-//   exact names  → one hash map (plain domains, |x^, hosts lines)             one probe
-//   suffixes     → one hash map (||x^, and masks ending in `…x.domain.tld^`)   one probe per label
+//   names        → one hash map probed with the name and each parent domain (one probe per label):
+//                  ||x^ and masks ending in `…x.domain.tld^` apply at any level, exact rules
+//                  (plain domains, |x^, hosts lines) only to the name itself
 //   literals     → Aho–Corasick over a literal each other mask or /regex/ must contain: one pass,
 //                  then only the rules whose literal occurs in the name are tested
 //   the rest     → rules with no literal (`*$denyallow=…`, /.*/): tested on every name (few)
@@ -15,6 +16,8 @@ import { Tier, type ParsedRule, type RuleConditions } from "./parse.js";
 
 class Entry {
   constructor(
+    /** Applies only when the key is the whole name (exact rules), not a parent domain of it. */
+    readonly exact: boolean,
     readonly tier: number,
     readonly conditions: RuleConditions | null,
     /** Must match too (masks, /regex/); null when the key decides alone. */
@@ -23,16 +26,19 @@ class Entry {
   ) {}
 }
 
-/** Unconditional entries are shared: 150 000 plain blocks cost one object, not 150 000. */
-const PLAIN: readonly Entry[] = [0, 1, 2, 3, 4].map((tier) => new Entry(tier, null, null, null));
+/** Unconditional entries are shared: 150 000 plain blocks cost a few objects, not 150 000. */
+const PLAIN: readonly Entry[] = [0, 1, 2, 3, 4].map((tier) => new Entry(false, tier, null, null, null));
+const PLAIN_EXACT: readonly Entry[] = [0, 1, 2, 3, 4].map((tier) => new Entry(true, tier, null, null, null));
 
-function chain(existing: Entry | undefined, rule: ParsedRule): Entry {
+function chain(existing: Entry | undefined, rule: ParsedRule, exact = false): Entry {
   if (rule.conditions === null && rule.regexp === null) {
-    // A second unconditional rule of the same tier changes nothing.
-    for (let e: Entry | null = existing ?? null; e !== null; e = e.next) if (e.conditions === null && e.regexp === null && e.tier === rule.tier) return existing as Entry;
-    if (existing === undefined) return PLAIN[rule.tier];
+    // A second unconditional rule of the same tier and reach changes nothing.
+    for (let e: Entry | null = existing ?? null; e !== null; e = e.next) {
+      if (e.conditions === null && e.regexp === null && e.tier === rule.tier && e.exact === exact) return existing as Entry;
+    }
+    if (existing === undefined) return (exact ? PLAIN_EXACT : PLAIN)[rule.tier];
   }
-  return new Entry(rule.tier, rule.conditions, rule.regexp, existing ?? null);
+  return new Entry(exact, rule.tier, rule.conditions, rule.regexp, existing ?? null);
 }
 
 /** True when `name` is `domain` or one of its subdomains. */
@@ -52,10 +58,10 @@ function applies(c: RuleConditions, name: string, qtype: number): boolean {
   return true;
 }
 
-/** The highest tier in `e`'s chain that applies and beats `best` (cheap checks first). */
-function bestOf(e: Entry | null, name: string, qtype: number, best: number): number {
+/** The highest tier in `e`'s chain that applies and beats `best` (cheap checks first); `parent`: the key is a parent domain of `name`. */
+function bestOf(e: Entry | null, name: string, qtype: number, best: number, parent = false): number {
   for (; e !== null; e = e.next) {
-    if (e.tier <= best) continue;
+    if (e.tier <= best || (parent && e.exact)) continue;
     if (e.conditions !== null && !applies(e.conditions, name, qtype)) continue;
     if (e.regexp !== null && !e.regexp.test(name)) continue;
     best = e.tier;
@@ -64,8 +70,7 @@ function bestOf(e: Entry | null, name: string, qtype: number, best: number): num
 }
 
 export class AdguardIndexBuilder {
-  private readonly exact = new Map<string, Entry>();
-  private readonly suffix = new Map<string, Entry>();
+  private readonly names = new Map<string, Entry>();
   private readonly literal = new Map<string, Entry>();
   private scan: Entry | null = null;
   private rules = 0;
@@ -75,10 +80,8 @@ export class AdguardIndexBuilder {
     this.rules++;
     switch (rule.index) {
       case "exact":
-        this.exact.set(rule.key, chain(this.exact.get(rule.key), rule));
-        return;
       case "suffix":
-        this.suffix.set(rule.key, chain(this.suffix.get(rule.key), rule));
+        this.names.set(rule.key, chain(this.names.get(rule.key), rule, rule.index === "exact"));
         return;
       case "literal":
         this.literal.set(rule.key, chain(this.literal.get(rule.key), rule));
@@ -97,7 +100,7 @@ export class AdguardIndexBuilder {
     const literals = [...this.literal.keys()];
     const automaton = literals.length > 0 ? KeywordAutomaton.build(literals) : null;
     const byLiteral = literals.map((k) => this.literal.get(k) as Entry);
-    return new AdguardIndex(this.exact, this.suffix, automaton, byLiteral, this.scan, { rules: this.rules, skipped, disabled });
+    return new AdguardIndex(this.names, automaton, byLiteral, this.scan, { rules: this.rules, skipped, disabled });
   }
 }
 
@@ -122,8 +125,7 @@ export class AdguardIndex {
   private readonly onLiteral: (k: number) => boolean;
 
   constructor(
-    private readonly exact: ReadonlyMap<string, Entry>,
-    private readonly suffix: ReadonlyMap<string, Entry>,
+    private readonly names: ReadonlyMap<string, Entry>,
     private readonly automaton: KeywordAutomaton | null,
     private readonly byLiteral: readonly Entry[],
     private readonly scan: Entry | null,
@@ -150,17 +152,14 @@ export class AdguardIndex {
   /** The winning tier (0: no rule applies). Blocks are the odd tiers. */
   verdict(name: string, qtype: number): number {
     let best = 0;
-    if (this.exact.size > 0) {
-      const e = this.exact.get(name);
-      if (e !== undefined) best = bestOf(e, name, qtype, best);
-    }
-    if (this.suffix.size > 0) {
-      const own = this.suffix.get(name);
+    const names = this.names;
+    if (names.size > 0) {
+      const own = names.get(name);
       if (own !== undefined) best = bestOf(own, name, qtype, best);
-      const suffixes = suffixesOf(name);
-      for (let i = 0; i < suffixes.length; i++) {
-        const e = this.suffix.get(suffixes[i]);
-        if (e !== undefined) best = bestOf(e, name, qtype, best);
+      const parents = suffixesOf(name);
+      for (let i = 0; i < parents.length; i++) {
+        const e = names.get(parents[i]);
+        if (e !== undefined) best = bestOf(e, name, qtype, best, true);
       }
     }
     if (best === Tier.importantException) return best;
