@@ -29,6 +29,8 @@ const cnSite = (extra: SiteDomain[] = []): SiteDomain[] => [
   { type: "full", value: "www.qq.com" },
   { type: "plain", value: "taobao" },
   { type: "regex", value: "^cdn[0-9]+\\.cn-only\\.test$" },
+  // v2ray takes it; our compiler wants punycode: skipped, counted, one warning.
+  { type: "domain", value: "bücher.cn" },
   ...extra,
 ];
 const site = (extra: SiteDomain[] = []): Buffer =>
@@ -126,6 +128,8 @@ test("reload through the API: new files change answers; rule counts in the respo
 
   const metrics = await (await s.api("/api/metrics")).text();
   expect(metrics).toMatch(/^provider_rules\{plugin_tag="site_cn"\} 5$/m);
+  expect(metrics).toMatch(/^provider_rules_skipped\{plugin_tag="site_cn"\} 1$/m);
+  expect(s.logs.find((l) => typeof l.msg === "string" && l.msg.startsWith("geosite: skipped 1 entry"))).toMatchObject({ file: "geosite.dat", skipped: 1 });
   expect(metrics).toMatch(/^provider_rules\{plugin_tag="site_ads"\} 2$/m);
   expect(metrics).toMatch(/^provider_rules\{plugin_tag="ip_cn"\} 1$/m);
   expect(metrics).toMatch(/^provider_rules\{plugin_tag="mm_us"\} 2$/m);
