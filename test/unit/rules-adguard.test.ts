@@ -75,6 +75,15 @@ describe("patterns", () => {
     expect(skipped).toEqual([]);
   });
 
+  test("the housekeeping lines a hosts file starts with are not blocks", async () => {
+    const skipped: SkippedReport[] = [];
+    const ix = await index(["127.0.0.1 localhost", "127.0.0.1 localhost.localdomain", "255.255.255.255 broadcasthost", "::1 localhost ip6-localhost ip6-loopback", "fe80::1%lo0 localhost", "ff02::1 ip6-allnodes", "0.0.0.0 0.0.0.0", "0.0.0.0 ads.test"], skipped);
+    expect(ix.size).toBe(1);
+    expect(ix.blocks("localhost", A)).toBe(false);
+    expect(ix.blocks("ads.test", A)).toBe(true);
+    expect(skipped).toEqual([]);
+  });
+
   test("many masks go through the automaton (beyond its dense table) and still match exactly", async () => {
     const rules = Array.from({ length: 3000 }, (_, i) => `||mask${i}-*.zone${i}.test^`);
     const ix = await index(rules);

@@ -121,13 +121,31 @@ export function parseAdguardLine(line: string, out: ParsedRule[]): string | null
   return adblockRule(text, out);
 }
 
+/** The housekeeping entries hosts files start with: loopback and multicast names, not blocks. */
+const HOSTS_HOUSEKEEPING = new Set([
+  "localhost",
+  "localhost.localdomain",
+  "local",
+  "broadcasthost",
+  "ip6-localhost",
+  "ip6-loopback",
+  "ip6-localnet",
+  "ip6-mcastprefix",
+  "ip6-allnodes",
+  "ip6-allrouters",
+  "ip6-allhosts",
+  "0.0.0.0",
+]);
+
 /** `IP name [aliases...]`: each name is blocked exactly (AdGuard Home's hosts semantics for 0.0.0.0). */
 function hostsLine(text: string, out: ParsedRule[]): string | null {
   const fields = text.split(/\s+/);
-  if (parseIP(fields[0]) === null) return "spaces outside a hosts line";
+  const zone = fields[0].indexOf("%");
+  if (parseIP(zone < 0 ? fields[0] : fields[0].slice(0, zone)) === null) return "spaces outside a hosts line";
   for (let i = 1; i < fields.length; i++) {
     let name = fields[i].toLowerCase();
     if (name.endsWith(".")) name = name.slice(0, -1);
+    if (HOSTS_HOUSEKEEPING.has(name)) continue;
     if (!isPlainDomain(name)) {
       throw new RuleSyntaxError(`hosts line '${text}': '${fields[i]}' is not a host name (letters, digits, '-', '_' and '.'; internationalised names in punycode)`);
     }
