@@ -80,7 +80,7 @@ describe("MaxMind DB country databases", () => {
 
   for (const recordSize of [24, 28, 32] as const) {
     for (const ipVersion of [6, 4] as const) {
-      test(`record size ${recordSize}, IPv${ipVersion} tree: the walk finds exactly the selected networks`, () => {
+      test(`record size ${recordSize}, IPv${ipVersion} tree: the walk finds exactly the selected networks`, async () => {
         const nets = ipVersion === 4 ? networks.filter((n) => !n.cidr.includes(":")) : networks;
         const db = countryMmdb(nets, { ipVersion, recordSize });
         expect(isMmdb(db)).toBe(true);
@@ -89,7 +89,7 @@ describe("MaxMind DB country databases", () => {
         expect(reader.get("8.8.8.8")?.country?.iso_code).toBe("US");
 
         const got: string[] = [];
-        const { found, all } = readMmdbCountries(db, new Set(["CN", "JP"]), (ip, bits) => got.push(`${ip.length === 4 ? [...ip].join(".") : Buffer.from(ip).toString("hex")}/${bits}`));
+        const { found, all } = await readMmdbCountries(db, new Set(["CN", "JP"]), (ip, bits) => got.push(`${ip.length === 4 ? [...ip].join(".") : Buffer.from(ip).toString("hex")}/${bits}`));
         expect([...found].sort()).toEqual(["CN", "JP"]);
         expect([...all].sort()).toEqual(["CN", "JP", "US"]);
         const want = ["1.0.1.0/24", "1.0.2.0/23", "203.0.113.0/24"];
@@ -97,7 +97,7 @@ describe("MaxMind DB country databases", () => {
         expect(got.sort()).toEqual(want.sort());
 
         const set = new IpPrefixSetBuilder();
-        readMmdbCountries(db, null, (ip, bits) => set.addPrefix(ip, bits));
+        await readMmdbCountries(db, null, (ip, bits) => set.addPrefix(ip, bits));
         const built = set.build();
         for (const [ip, inSet] of [["1.0.1.7", true], ["1.0.3.255", true], ["1.0.4.1", false], ["8.8.8.8", true], ["9.9.9.9", false], ["::ffff:8.8.8.8", true]] as const) {
           expect(built.contains(parseIP(ip) as Uint8Array), ip).toBe(inSet);
@@ -106,7 +106,21 @@ describe("MaxMind DB country databases", () => {
     }
   }
 
-  test("not an mmdb, or a corrupt one, is an MmdbError", () => {
+  test("a big database's walk yields to the event loop (DNS keeps being answered during a reload)", async () => {
+    const nets = Array.from({ length: 60_000 }, (_, i) => ({ cidr: `${10 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}.0/24`, country: i % 2 ? "CN" : "US" }));
+    const db = countryMmdb(nets);
+    // Queued before the walk starts: it runs before the walk ends only if the walk gives the loop back.
+    let ranDuringWalk = false;
+    let walking = true;
+    setImmediate(() => (ranDuringWalk = walking));
+    let networks = 0;
+    await readMmdbCountries(db, new Set(["CN"]), () => networks++);
+    walking = false;
+    expect(networks).toBe(30_000);
+    expect(ranDuringWalk).toBe(true);
+  });
+
+  test("not an mmdb, or a corrupt one, is an MmdbError", async () => {
     expect(isMmdb(geoipDat({ cn: { cidrs: ["1.0.1.0/24"] } }))).toBe(false);
     const db = countryMmdb([{ cidr: "1.0.1.0/24", country: "CN" }]);
     const broken = Buffer.from(db);
@@ -116,8 +130,8 @@ describe("MaxMind DB country databases", () => {
       broken[o + 3] = 0;
       broken.writeUIntBE(1, o + 4, 3);
     }
-    expect(() => readMmdbCountries(broken, null, () => undefined)).toThrow(MmdbError);
-    expect(() => readMmdbCountries(broken, null, () => undefined)).toThrow(/deeper than 32 bits|not a tree/);
-    expect(() => readMmdbCountries(Buffer.concat([Buffer.from("abcdef4d61784d696e642e636f6d", "hex"), Buffer.from([0xe0])]), null, () => undefined)).toThrow(MmdbError);
+    await expect(readMmdbCountries(broken, null, () => undefined)).rejects.toThrow(MmdbError);
+    await expect(readMmdbCountries(broken, null, () => undefined)).rejects.toThrow(/deeper than 32 bits|not a tree/);
+    await expect(readMmdbCountries(Buffer.concat([Buffer.from("abcdef4d61784d696e642e636f6d", "hex"), Buffer.from([0xe0])]), null, () => undefined)).rejects.toThrow(MmdbError);
   });
 });

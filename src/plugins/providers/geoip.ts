@@ -23,7 +23,7 @@ async function buildGeoIp(buf: Buffer, args: GeoArgs, warn: (skipped: number, fi
   if (isMmdb(buf)) {
     let codes: { found: Set<string>; all: Set<string> };
     try {
-      codes = readMmdbCountries(buf, selection, (ip, bits) => main.addPrefix(ip, bits));
+      codes = await readMmdbCountries(buf, selection, (ip, bits) => main.addPrefix(ip, bits));
     } catch (err) {
       if (err instanceof MmdbError) throw new ArgError(`'${args.file}': ${err.message}`, ["file"]);
       throw err;

@@ -9,6 +9,9 @@ import { Reader, type CountryResponse } from "mmdb-lib";
 const MARKER = Buffer.from("abcdef4d61784d696e642e636f6d", "hex"); // "\xAB\xCD\xEFMaxMind.com"
 /** The metadata sits in the last 128 KiB of the file (MaxMind DB spec). */
 const METADATA_MAX = 128 * 1024;
+/** Tree nodes walked between two yields to the event loop. */
+const NODES_PER_SLICE = 50_000;
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** True when `buf` looks like a MaxMind DB (the metadata marker near its end). */
 export function isMmdb(buf: Buffer): boolean {
@@ -33,11 +36,11 @@ function format(bytes: Uint8Array, v4: boolean): string {
  * Calls `onNetwork` for every network whose country (or, lacking one, registered country) ISO code
  * is selected (any code when `selection` is null). Returns the selected codes seen and every code in the file.
  */
-export function readMmdbCountries(
+export async function readMmdbCountries(
   buf: Buffer,
   selection: ReadonlySet<string> | null,
   onNetwork: (ip: Uint8Array, bits: number) => void,
-): { found: Set<string>; all: Set<string> } {
+): Promise<{ found: Set<string>; all: Set<string> }> {
   let reader: Reader<CountryResponse>;
   try {
     reader = new Reader<CountryResponse>(buf);
@@ -88,47 +91,56 @@ export function readMmdbCountries(
     return code;
   };
 
-  // Depth-first over the tree; a well-formed tree visits each node once (the IPv4 subtree and its
-  // aliases, ::ffff:0:0/96 and 2002::/16, are walked once, as IPv4).
+  // Depth-first over the tree with an explicit stack of (node, depth, address as four 32-bit words),
+  // yielding to the event loop between slices. A well-formed tree visits each node once (the IPv4
+  // subtree and its aliases, ::ffff:0:0/96 and 2002::/16, are walked once, as IPv4).
   let visits = 0;
   const maxVisits = 2 * nodeCount + 2;
-  const walk = (root: number, width: number, v4: boolean): void => {
-    const bytes = new Uint8Array(width / 8);
-    const visit = (node: number, depth: number): void => {
+  const leaf = (pointer: number, words: number[], depth: number, v4: boolean): void => {
+    const bytes = new Uint8Array(v4 ? 4 : 16);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (words[i >> 2] >>> (24 - 8 * (i & 3))) & 0xff;
+    const code = codeOf(pointer, bytes, v4);
+    if (code !== null && (selection === null || selection.has(code))) {
+      found.add(code);
+      onNetwork(bytes, depth);
+    }
+  };
+  const walk = async (root: number, width: number, v4: boolean): Promise<void> => {
+    if (root === nodeCount) return;
+    // The whole family is one network (a tree whose ::/96 path ends in a record).
+    if (root > nodeCount) return leaf(root, [0, 0, 0, 0], 0, v4);
+    const stack: number[] = [root, 0, 0, 0, 0, 0];
+    const words = [0, 0, 0, 0];
+    while (stack.length > 0) {
+      const w3 = stack.pop() as number;
+      const w2 = stack.pop() as number;
+      const w1 = stack.pop() as number;
+      const w0 = stack.pop() as number;
+      const depth = stack.pop() as number;
+      const node = stack.pop() as number;
       if (++visits > maxVisits) throw new MmdbError("the search tree is not a tree (nodes are reached more than once)");
-      for (let side = 0; side < 2; side++) {
-        const byte = depth >> 3;
-        const bit = 0x80 >> (depth & 7);
-        if (side) bytes[byte] |= bit;
-        else bytes[byte] &= ~bit;
+      if (visits % NODES_PER_SLICE === 0) await yieldToEventLoop();
+      // Right first onto the stack, so the left (lower) half comes out first.
+      for (let side = 1; side >= 0; side--) {
+        words[0] = w0;
+        words[1] = w1;
+        words[2] = w2;
+        words[3] = w3;
+        if (side) words[depth >> 5] = (words[depth >> 5] | (1 << (31 - (depth & 31)))) >>> 0;
         const next = record(node, side);
         if (next < nodeCount) {
-          if (!v4 && next === ipv4Start && ipVersion === 6) continue;
+          if (!v4 && ipVersion === 6 && next === ipv4Start) continue;
           if (depth + 1 >= width) throw new MmdbError(`the search tree is deeper than ${width} bits`);
-          visit(next, depth + 1);
+          stack.push(next, depth + 1, words[0], words[1], words[2], words[3]);
         } else if (next > nodeCount) {
           if (next - nodeCount + searchTreeSize >= buf.length) throw new MmdbError(`a record points past the end of the file (${next})`);
-          const code = codeOf(next, bytes, v4);
-          if (code !== null && (selection === null || selection.has(code))) {
-            found.add(code);
-            onNetwork(bytes.slice(), depth + 1);
-          }
+          leaf(next, words, depth + 1, v4);
         }
         // next === nodeCount: no data for this network.
       }
-      bytes[depth >> 3] &= ~(0x80 >> (depth & 7));
-    };
-    if (root < nodeCount) visit(root, 0);
-    else if (root > nodeCount) {
-      // The whole family is one network (a tree whose ::/96 path ends in a record).
-      const code = codeOf(root, bytes, v4);
-      if (code !== null && (selection === null || selection.has(code))) {
-        found.add(code);
-        onNetwork(bytes.slice(), 0);
-      }
     }
   };
-  walk(ipv4Start, 32, true);
-  if (ipVersion === 6) walk(0, 128, false);
+  await walk(ipv4Start, 32, true);
+  if (ipVersion === 6) await walk(0, 128, false);
   return { found, all };
 }
