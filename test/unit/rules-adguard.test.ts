@@ -1,5 +1,8 @@
 // The AdGuard DNS filtering syntax subset, rule by rule, against the compiled index (no sockets:
 // the provider is exercised over real sockets in test/integration/adguard-rule.test.ts).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { QTYPE } from "../../src/dns/constants.js";
 import type { AdguardIndex } from "../../src/engine/rules/adguard/index.js";
@@ -91,6 +94,32 @@ describe("patterns", () => {
     expect(ix.blocks("mask2999-bb.zone2999.test", A)).toBe(true);
     expect(ix.blocks("mask17-a.zone18.test", A)).toBe(false);
     expect(ix.blocks("x.test", A)).toBe(false);
+  });
+});
+
+describe("list files", () => {
+  test("CRLF line ends, a byte order mark and several files (a $badfilter in one disables a rule in another)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-adguard-"));
+    try {
+      writeFileSync(join(dir, "a.txt"), "\ufeff! Title: a\r\n||a.test^\r\n0.0.0.0 h.test\r\n/^re\\.test$/\r\n||gone.test^\r\n");
+      writeFileSync(join(dir, "b.txt"), "@@||ok.a.test^\n||gone.test^$badfilter\n||bad.test^$nope\n");
+      const skipped: SkippedReport[] = [];
+      const ix = await loadAdguardIndex({ rules: [], files: ["a.txt", "b.txt"] }, (p) => join(dir, p), (r) => skipped.push(r));
+      expect(ix.blocks("x.a.test", A)).toBe(true);
+      expect(ix.blocks("ok.a.test", A)).toBe(false);
+      expect(ix.blocks("h.test", A)).toBe(true);
+      expect(ix.blocks("re.test", A)).toBe(true);
+      expect(ix.blocks("gone.test", A)).toBe(false);
+      expect(skipped).toEqual([{ source: "b.txt", count: 1, first: { line: 3, text: "||bad.test^$nope", reason: "unknown modifier 'nope'" } }]);
+      writeFileSync(join(dir, "b.txt"), "||fine.test^\r\n||x.test^$dnstype=\r\n");
+      await expect(loadAdguardIndex({ rules: [], files: ["a.txt", "b.txt"] }, (p) => join(dir, p), () => undefined)).rejects.toMatchObject({
+        path: ["files", 1],
+        message: expect.stringContaining("b.txt:2: rule '||x.test^$dnstype='") as unknown,
+      });
+      await expect(loadAdguardIndex({ rules: [], files: ["missing.txt"] }, (p) => join(dir, p), () => undefined)).rejects.toThrow("cannot read rule file 'missing.txt'");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
