@@ -13,7 +13,7 @@ import { measureServers } from "./lib/measure.mjs";
 import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
 import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
 import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
-import { judgeTargets, memoryTable, purposes, recordReadme, resultsTable, targetsTable } from "./lib/report.mjs";
+import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, resultsTable, targetsTable } from "./lib/report.mjs";
 import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
 
 /** @typedef {import("./lib/report.mjs").ScenarioResult} ScenarioResult */
@@ -29,10 +29,11 @@ const BENCH = join(ROOT, "bench");
  * @property {string} name
  * @property {string} purpose
  * @property {string} config         bench/configs/<config>.yaml
- * @property {"local" | "domainSet"} queries
- * @property {RefMode} ref           what unbound and dnsmasq do
+ * @property {"local" | "domainSet" | "adguard"} queries
+ * @property {RefMode | "none"} ref  what unbound and dnsmasq do ("none": they have no equivalent and are not run)
  * @property {boolean} tcp
  * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
+ * @property {string} [provider]     tag of a provider whose build time and memory are measured too
  */
 
 /** @type {Scenario[]} */
@@ -43,11 +44,12 @@ const SCENARIOS = [
   { name: "domain-set", purpose: "`qname $set` against 100 000 rules (full/domain/keyword); half the names match (NXDOMAIN), half get an address from `hosts`.", config: "domain-set", queries: "domainSet", ref: "domain-set", tcp: false, expect: { NOERROR: 0.5, NXDOMAIN: 0.5 } },
   { name: "sequence-heavy", purpose: "20 sequence rules with mixed matchers before the local answer; references answer locally.", config: "sequence-heavy", queries: "local", ref: "local", tcp: false, expect: { NOERROR: 1 } },
   { name: "tcp", purpose: "cache-hot over TCP (4 connections); references and ceiling over TCP too.", config: "cache-hot", queries: "local", ref: "cache", tcp: true, expect: { NOERROR: 1 } },
+  { name: "adguard", purpose: "`qname $ads` against a 150 000-rule AdGuard DNS filter-shaped list (`adguard_rule`); half the names blocked (NXDOMAIN) by rules of every kind, half answered; unbound and dnsmasq have no equivalent and are not run.", config: "adguard", queries: "adguard", ref: "none", tcp: false, expect: { NOERROR: 0.5, NXDOMAIN: 0.5 }, provider: "adguard_rule" },
 ];
 const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory"];
 
 const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304 };
-const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net" };
+const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test" };
 
 // Saturation: 4 sockets, at most 200 queries outstanding, one dnsperf thread pinned to its own core while
 // the server has the other (see bench/README.md, "Flags").
@@ -125,10 +127,10 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
 
 /**
  * @param {string} config @param {number} port @param {string} probe
- * @param {{ tmp: string, rules: string }} ctx
+ * @param {{ tmp: string, rules: string, adguardRules: string }} ctx
  */
 function startSluice(config, port, probe, ctx) {
-  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules };
+  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules };
   const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
   return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
 }
@@ -136,7 +138,7 @@ function startSluice(config, port, probe, ctx) {
 /**
  * Runs one scenario: starts Sluice, unbound and dnsmasq for it (the ceiling runs throughout), checks
  * their answers on a warm-up pass, then measures saturation (interleaved rounds) and latency at 20 000 QPS.
- * @param {Scenario} sc @param {{ tmp: string, rules: string, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
+ * @param {Scenario} sc @param {{ tmp: string, rules: string, adguardRules: string, adguardEmpty: string, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
  * @returns {Promise<ScenarioResult>}
  */
 async function runScenario(sc, ctx) {
@@ -155,13 +157,16 @@ async function runScenario(sc, ctx) {
     result.servers[name] = { qps: 0, rounds: [], lost: 0, cpu: null, latency: null, error: msg };
   };
   try {
-    const refOpts = { dir: ctx.tmp, mode: sc.ref, upstreamPort: PORTS.upstream, data: ctx.refData };
+    const mode = sc.ref;
     /** @type {[string, number, () => Promise<Started>][]} */
-    const starters = [
-      ["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)],
-      ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
-      ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
-    ];
+    const starters = [["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)]];
+    if (mode !== "none") {
+      const refOpts = { dir: ctx.tmp, mode, upstreamPort: PORTS.upstream, data: ctx.refData };
+      starters.push(
+        ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
+        ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
+      );
+    }
     for (const [name, port, begin] of starters) {
       try {
         const proc = await begin();
@@ -193,12 +198,50 @@ async function runScenario(sc, ctx) {
         delete live[name];
       }
     }
+    // The provider's build time (from its "loaded" log line) and Sluice's memory once it has served the load.
+    const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     const targets = Object.fromEntries(Object.entries(live).map(([n, v]) => [n, { port: v.port, pid: v.proc.pid }]));
     Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log));
+    if (loaded) result.provider = loaded;
   } finally {
     for (const p of own) await stop(p);
   }
+  if (result.provider) {
+    // Baseline: the same configuration with an empty list, through the same warm-up and steady state.
+    const empty = await startSluice(sc.config, PORTS.sluice, probe, { ...ctx, adguardRules: ctx.adguardEmpty });
+    try {
+      const base = { file, outFile: join(ctx.tmp, "dnsperf.out"), tcp: sc.tcp, cpus: LOAD_CPUS, port: PORTS.sluice };
+      await dnsperf({ ...base, maxRuns: 1, seconds: 30, clients: 4, outstanding: 100, timeoutSeconds: 60 });
+      await dnsperf({ ...base, seconds: WARM_SECONDS, ...SATURATION });
+      result.provider.baselineRssMiB = Number(((await rssMiB(empty.pid)) ?? 0).toFixed(1));
+    } finally {
+      await stop(empty);
+    }
+    const p = result.provider;
+    log(`  ${sc.provider}: ${p.rules.toLocaleString("en-US")} rules (${p.skipped} skipped) built in ${p.buildMs} ms; Sluice RSS ${p.rssMiB} MiB, ${p.baselineRssMiB} MiB with an empty list`);
+  }
   return result;
+}
+
+/**
+ * Reads a provider's "<type> loaded" line from Sluice's output (rules, skipped, ms) and Sluice's RSS now.
+ * @param {Started} sluice @param {string} type
+ * @returns {Promise<import("./lib/report.mjs").ProviderResult>}
+ */
+async function providerLoaded(sluice, type) {
+  const line = sluice
+    .output()
+    .split("\n")
+    .map((l) => {
+      try {
+        return /** @type {Record<string, unknown>} */ (JSON.parse(l));
+      } catch {
+        return null;
+      }
+    })
+    .find((l) => l?.msg === `${type} loaded`);
+  if (!line) throw new Error(`Sluice did not log "${type} loaded":\n${sluice.output()}`);
+  return { type, rules: Number(line.rules), skipped: Number(line.skipped ?? 0), buildMs: Number(line.ms), rssMiB: Number(((await rssMiB(sluice.pid)) ?? 0).toFixed(1)), baselineRssMiB: 0 };
 }
 
 /**
@@ -221,7 +264,7 @@ function checkAnswers(sc, st, server) {
 
 /**
  * The memory check: distinct names once through a 100 000-entry cache at a fixed rate, VmRSS sampled each second.
- * @param {{ tmp: string, rules: string }} ctx
+ * @param {{ tmp: string, rules: string, adguardRules: string }} ctx
  * @returns {Promise<MemoryResult>}
  */
 async function runMemory(ctx) {
@@ -284,7 +327,7 @@ async function main() {
   onInterrupt(() => rm(tmp, { recursive: true, force: true }));
   try {
     const data = await prepareData(BENCH, tmp);
-    const ctx = { tmp, rules: data.rules, queries: data.queries, refData: data.refData };
+    const ctx = { tmp, rules: data.rules, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, queries: data.queries, refData: data.refData };
     log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
     const ceiling = await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test");
@@ -331,6 +374,7 @@ async function report(results, memory, began, interference) {
     `Saturation: \`${flags.saturation}\`. Latency: \`${flags.latency}\`. Pinning: ${flags.pinning}.`,
   ];
   if (results.length > 0) sections.push(purposes(results), resultsTable(results));
+  if (results.some((r) => r.provider)) sections.push(providerLines(results));
   if (memory) sections.push(`Memory (${memory.names.toLocaleString("en-US")} distinct names at ${memory.rate.toLocaleString("en-US")} QPS through \`cache\` size ${memory.cacheSize.toLocaleString("en-US")}):`, memoryTable(memory));
   sections.push(targetsTable(targets));
   const text = sections.join("\n\n");

@@ -24,12 +24,23 @@ import { readFile, writeFile } from "node:fs/promises";
  */
 
 /**
+ * @typedef {object} ProviderResult
+ * @property {string} type
+ * @property {number} rules          rules in force after the build
+ * @property {number} skipped        unsupported lines skipped
+ * @property {number} buildMs        the build at start, from the provider's "loaded" log line
+ * @property {number} rssMiB         Sluice's RSS after the warm-up pass and the steady-state run
+ * @property {number} baselineRssMiB the same, with an empty list
+ */
+
+/**
  * @typedef {object} ScenarioResult
  * @property {string} name
  * @property {string} purpose
  * @property {"udp" | "tcp"} transport
  * @property {string} queries
  * @property {Record<string, ServerResult>} servers
+ * @property {ProviderResult} [provider]
  */
 
 /**
@@ -102,6 +113,17 @@ export function resultsTable(scenarios) {
   return lines.join("\n");
 }
 
+/** One line per measured provider (build time, memory against an empty list). @param {ScenarioResult[]} scenarios */
+export function providerLines(scenarios) {
+  return scenarios
+    .filter((s) => s.provider)
+    .map((s) => {
+      const p = /** @type {ProviderResult} */ (s.provider);
+      return `Provider (${s.name}): \`${p.type}\` with ${fmt(p.rules)} rules in force (${fmt(p.skipped)} unsupported lines skipped) built in ${fmt(p.buildMs)} ms at start; Sluice's RSS after the warm-up and steady-state load was ${fmt(p.rssMiB, 1)} MiB, ${fmt(p.baselineRssMiB, 1)} MiB with an empty list.`;
+    })
+    .join("\n\n");
+}
+
 /** @param {ScenarioResult[]} scenarios */
 export function purposes(scenarios) {
   return scenarios.map((s) => `- **${s.name}** — ${s.purpose}`).join("\n");
@@ -138,6 +160,16 @@ export function judgeTargets(scenarios, memory) {
   qpsTarget("domain-set", "ceiling", 0.7, false);
   qpsTarget("sequence-heavy", "ceiling", 0.7, false);
   qpsTarget("forward", "dnsmasq", 0.8, false);
+  qpsTarget("adguard", "ceiling", 0.65, false);
+  {
+    const target = "adguard: the 150 000-rule list builds in < 1.5 s and adds < 60 MB RSS";
+    const p = by.adguard?.provider;
+    if (!p || !(p.baselineRssMiB > 0)) out.push({ target, measured: "—", result: "not run" });
+    else {
+      const addedMB = ((p.rssMiB - p.baselineRssMiB) * 2 ** 20) / 1e6;
+      out.push({ target, measured: `${p.buildMs} ms, +${addedMB.toFixed(0)} MB (${p.rssMiB} vs ${p.baselineRssMiB} MiB)`, result: p.buildMs < 1500 && addedMB < 60 ? "PASS" : "MISS" });
+    }
+  }
   {
     const target = "cache-hot: Sluice p99 @20k QPS ≤ 2 × unbound's";
     const s = by["cache-hot"];

@@ -43,7 +43,10 @@ import { questionMatcher } from "./matchers/question.js";
 import { randomMatcher } from "./matchers/random.js";
 import { rateLimiterMatcher } from "./matchers/rate-limiter.js";
 import { stringExpMatcher } from "./matchers/string-exp.js";
+import { adguardRule } from "./providers/adguard-rule.js";
 import { domainSet } from "./providers/domain-set.js";
+import { geoip } from "./providers/geoip.js";
+import { geosite } from "./providers/geosite.js";
 import { ipSet } from "./providers/ip-set.js";
 import { tcpServer } from "./servers/tcp-server.js";
 import { udpServer } from "./servers/udp-server.js";
@@ -107,4 +110,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   // providers
   domainSet,
   ipSet,
+  geosite,
+  geoip,
+  adguardRule,
 ].map(withKindControl);

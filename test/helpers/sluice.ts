@@ -27,7 +27,7 @@ export function tempDir(prefix = "sluice-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function startSluice(yaml: string, files: Record<string, string> = {}): Promise<RunningSluice> {
+export async function startSluice(yaml: string, files: Record<string, string | Uint8Array> = {}): Promise<RunningSluice> {
   const dir = tempDir();
   for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
   const configPath = join(dir, "sluice.yaml");

@@ -9,6 +9,7 @@ import { startCli, type RunningCli } from "../helpers/cli.js";
 import { ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
+import { countryMmdb, geoipDat, geositeDat } from "../helpers/geodata.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const PROMTOOL = process.env.PROMTOOL ?? "promtool";
@@ -37,12 +38,20 @@ beforeAll(async () => {
   files = await startFileServer();
   files.set("list.txt", "full:listed.example\n");
   dir = tempDir("sluice-promtool-");
+  writeFileSync(join(dir, "geosite.dat"), geositeDat({ cn: [{ type: "domain", value: "cn.example" }] }));
+  writeFileSync(join(dir, "geoip.dat"), geoipDat({ cn: { cidrs: ["1.0.1.0/24"] } }));
+  writeFileSync(join(dir, "country.mmdb"), countryMmdb([{ cidr: "192.0.2.0/24", country: "US" }]));
+  writeFileSync(join(dir, "filter.txt"), "||ads.example^\n||x.example^$third-party\n");
   writeFileSync(
     join(dir, "sluice.yaml"),
     `api:
   http: "127.0.0.1:0"
 plugins:
   - { tag: blocklist, type: domain_set, args: { exps: ["full:bad.example"] } }
+  - { tag: ads, type: adguard_rule, args: { files: [filter.txt] } }
+  - { tag: site_cn, type: geosite, args: { file: geosite.dat, selectors: [cn] } }
+  - { tag: ip_cn, type: geoip, args: { file: geoip.dat, selectors: [cn] } }
+  - { tag: ip_us, type: geoip, args: { file: country.mmdb, selectors: [us] } }
   - { tag: lan_hosts, type: hosts, args: { entries: ["nas.home.arpa 192.168.1.10"], short_circuit: true } }
   - { tag: local, type: arbitrary, args: { rules: ["printer.lan. 300 IN A 192.168.1.20"], short_circuit: true } }
   - { tag: sink, type: black_hole, args: { ips: "0.0.0.0 ::", short_circuit: true } }
@@ -68,10 +77,13 @@ plugins:
       - exec: $local
       - { matches: "qname full:reload.lan", exec: $reloader }
       - { matches: "qname $blocklist", exec: $sink }
+      - { matches: "question $ads", exec: $sink }
+      - { matches: "qname $site_cn", exec: $sink }
       - exec: $rewrite
       - exec: $v4
       - exec: $c
       - exec: $fb
+      - { matches: "resp_ip $ip_cn $ip_us", exec: ttl 60 }
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
   - { tag: tcp, type: tcp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `,
@@ -130,6 +142,10 @@ test("a scrape after traffic through every metered plugin passes `promtool check
     "prefer_ip_suppressed_total",
     "reverse_lookup_cache_entries",
     "reload_provider_reload_total",
+    "provider_rules",
+    "provider_rules_skipped",
+    "provider_build_duration_seconds",
+    "provider_reload_total",
     "ratelimit_allowed_total",
     "fallback_primary_total",
     "cron_job_run_total",
@@ -149,5 +165,10 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   expect(text).toMatch(/^forward_query_duration_seconds_count\{plugin_tag="fwd"\} [1-9]/m);
   expect(text).toMatch(/^cron_job_run_total\{plugin_tag="jobs"\} 1$/m);
   expect(text).toMatch(/^download_success_total\{plugin_tag="fetch"\} 1$/m);
+  expect(text).toMatch(/^provider_rules\{plugin_tag="ads"\} 1$/m);
+  expect(text).toMatch(/^provider_rules_skipped\{plugin_tag="ads"\} 1$/m);
+  expect(text).toMatch(/^provider_rules\{plugin_tag="site_cn"\} 1$/m);
+  expect(text).toMatch(/^provider_rules\{plugin_tag="ip_us"\} 1$/m);
+  expect(text).toMatch(/^provider_reload_total\{plugin_tag="blocklist",result="ok"\} 1$/m);
 
 });

@@ -203,10 +203,10 @@ export class DomainTable<V> {
 // Every domain table a query consults sees the same name: its suffixes (and the hashes V8 caches
 // on those strings) are computed once, for the most recent name.
 let memoName = "";
-let memoSuffixes: string[] = [];
+let memoSuffixes: readonly string[] = [];
 
-/** `a.b.c` → [`b.c`, `c`]; an escaped dot (`\.`) is not a label boundary. */
-function suffixesOf(name: string): string[] {
+/** `a.b.c` → [`b.c`, `c`]; an escaped dot (`\.`) is not a label boundary. Shared memo: do not modify the result. */
+export function suffixesOf(name: string): readonly string[] {
   if (name === memoName) return memoSuffixes;
   const out: string[] = [];
   for (let i = 0; i < name.length; i++) {

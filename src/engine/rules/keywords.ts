@@ -3,8 +3,11 @@
 
 /** Keywords are ASCII (checked by the rule parser); any other code resets to the root. */
 const ALPHABET = 128;
-/** Up to this many states the full table costs at most 2 MiB. */
-const DENSE_MAX_STATES = 4096;
+/**
+ * The full transition table has one column per character that occurs in some keyword (plus one
+ * for all the others, which lead to the root): up to this many cells (4 MiB) it is built.
+ */
+const DENSE_MAX_CELLS = 1 << 20;
 const FEW_KEYWORDS = 4;
 
 export class KeywordAutomaton {
@@ -14,24 +17,59 @@ export class KeywordAutomaton {
   private readonly fail: Int32Array;
   /** Smallest keyword index that ends at this state or on its failure chain; -1 for none. */
   private readonly best: Int32Array;
+  /** Keyword index that ends exactly at this state; -1 for none. */
+  private readonly ending: Int32Array;
+  /** Nearest state on the failure chain where a keyword ends (0: none), for reporting every match. */
+  private readonly dict: Int32Array;
 
   /** Full transition table (failure links folded in) when the automaton is small: one read per char. */
   private readonly dense: Int32Array | null;
+  /** Column of each character in the dense table (0: a character no keyword has). */
+  private readonly column: Uint8Array;
+  private readonly width: number;
   /** A handful of keywords: String.prototype.includes beats any automaton. */
   private readonly few: readonly string[] | null;
 
-  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array, few: readonly string[] | null) {
+  private constructor(
+    edges: Map<number, number>,
+    fail: Int32Array,
+    best: Int32Array,
+    ending: Int32Array,
+    dict: Int32Array,
+    few: readonly string[] | null,
+    keywords: readonly string[],
+    order: Int32Array,
+  ) {
     this.edges = edges;
     this.fail = fail;
     this.best = best;
+    this.ending = ending;
+    this.dict = dict;
     this.few = few;
-    this.dense = few === null && fail.length <= DENSE_MAX_STATES ? this.denseTable() : null;
+    const chars: number[] = [];
+    this.column = new Uint8Array(ALPHABET);
+    for (const k of keywords) {
+      for (let i = 0; i < k.length; i++) {
+        const c = k.charCodeAt(i);
+        if (this.column[c] === 0) this.column[c] = chars.push(c);
+      }
+    }
+    this.width = chars.length + 1;
+    this.dense = few === null && fail.length * this.width <= DENSE_MAX_CELLS ? this.denseTable(chars, order) : null;
   }
 
-  private denseTable(): Int32Array {
-    const n = this.fail.length;
-    const table = new Int32Array(n * ALPHABET);
-    for (let s = 0; s < n; s++) for (let c = 0; c < ALPHABET; c++) table[s * ALPHABET + c] = this.step(s, c);
+  /** Rows in breadth-first order: a state's failure target is shallower, so its row is already complete. */
+  private denseTable(chars: readonly number[], order: Int32Array): Int32Array {
+    const w = this.width;
+    const table = new Int32Array(this.fail.length * w);
+    for (let i = 0; i < order.length; i++) {
+      const s = order[i];
+      const f = this.fail[s];
+      for (let col = 1; col < w; col++) {
+        const t = this.edges.get(s * ALPHABET + chars[col - 1]);
+        table[s * w + col] = t !== undefined ? t : s === 0 ? 0 : table[f * w + col];
+      }
+    }
     return table;
   }
 
@@ -62,6 +100,8 @@ export class KeywordAutomaton {
     const n = children.length;
     const fail = new Int32Array(n);
     const best = Int32Array.from(ending);
+    const ends = Int32Array.from(ending);
+    const dict = new Int32Array(n);
     // Breadth-first: a state's failure target is shallower, so its `best` is already final.
     const queue = new Int32Array(n);
     let head = 0;
@@ -70,8 +110,10 @@ export class KeywordAutomaton {
     while (head < tail) {
       const u = queue[head++];
       if (u !== 0) {
-        const inherited = best[fail[u]];
+        const f = fail[u];
+        const inherited = best[f];
         if (inherited >= 0 && (best[u] < 0 || inherited < best[u])) best[u] = inherited;
+        dict[u] = ends[f] >= 0 ? f : dict[f];
       }
       for (const c of children[u]) {
         const v = edges.get(u * ALPHABET + c) as number;
@@ -89,7 +131,7 @@ export class KeywordAutomaton {
         queue[tail++] = v;
       }
     }
-    return new KeywordAutomaton(edges, fail, best, keywords.length <= FEW_KEYWORDS ? keywords.slice() : null);
+    return new KeywordAutomaton(edges, fail, best, ends, dict, keywords.length <= FEW_KEYWORDS ? keywords.slice() : null, keywords, queue);
   }
 
   private step(s: number, c: number): number {
@@ -112,11 +154,13 @@ export class KeywordAutomaton {
     }
     const best = this.best;
     const dense = this.dense;
+    const width = this.width;
+    const column = this.column;
     let found = -1;
     let s = 0;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
-      s = dense !== null ? (c < ALPHABET ? dense[s * ALPHABET + c] : 0) : this.step(s, c);
+      s = dense !== null ? (c < ALPHABET ? dense[s * width + column[c]] : 0) : this.step(s, c);
       const b = best[s];
       if (b >= 0 && (found < 0 || b < found)) {
         if (b === 0) return 0;
@@ -135,11 +179,34 @@ export class KeywordAutomaton {
     }
     const best = this.best;
     const dense = this.dense;
+    const width = this.width;
+    const column = this.column;
     let s = 0;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
-      s = dense !== null ? (c < ALPHABET ? dense[s * ALPHABET + c] : 0) : this.step(s, c);
+      s = dense !== null ? (c < ALPHABET ? dense[s * width + column[c]] : 0) : this.step(s, c);
       if (best[s] >= 0) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Calls `found` with the index of every keyword occurrence in `text` (a keyword occurring twice
+   * is reported twice); stops early when `found` returns true. Returns whether it stopped early.
+   */
+  forEachMatch(text: string, found: (keyword: number) => boolean): boolean {
+    const dense = this.dense;
+    const width = this.width;
+    const column = this.column;
+    const ending = this.ending;
+    const dict = this.dict;
+    let s = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      s = dense !== null ? (c < ALPHABET ? dense[s * width + column[c]] : 0) : this.step(s, c);
+      if (this.best[s] < 0) continue;
+      if (ending[s] >= 0 && found(ending[s])) return true;
+      for (let t = dict[s]; t !== 0; t = dict[t]) if (found(ending[t])) return true;
     }
     return false;
   }

@@ -30,7 +30,7 @@ function startsWithRegexp(item: string, i: number): boolean {
 const TAG = /^[^\s/?#$&]+$/;
 const REGEXP_PREFIX = /^regexp:/i;
 /** Lines handled between two yields to the event loop while reading a big file. */
-const LINES_PER_SLICE = 20_000;
+export const LINES_PER_SLICE = 20_000;
 
 /**
  * Splits an item into rule tokens (see the file comment). With `comments`, a token starting
@@ -96,7 +96,20 @@ export function parseRuleList(list: string | readonly string[] | undefined, base
   return out;
 }
 
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** A rule file's lines (a leading byte order mark dropped); unreadable → ArgError "cannot read rule file". */
+export async function readRuleLines(file: string, shown: string, at: ArgPath): Promise<string[]> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ArgError(`cannot read rule file '${shown}': ${(err as Error).message}`, at);
+  }
+  const lines = text.split("\n");
+  if (lines[0].charCodeAt(0) === 0xfeff) lines[0] = lines[0].slice(1);
+  return lines;
+}
 
 /**
  * Reads a rule file and calls `onLine` with each line's fields (blank and `#` lines skipped).
@@ -110,18 +123,10 @@ export async function readRuleFile(
   split: (line: string) => string[],
   onLine: (fields: string[], line: number) => void,
 ): Promise<void> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    throw new ArgError(`cannot read rule file '${shown}': ${(err as Error).message}`, at);
-  }
-  const lines = text.split("\n");
+  const lines = await readRuleLines(file, shown, at);
   for (let i = 0; i < lines.length; i++) {
     if (i > 0 && i % LINES_PER_SLICE === 0) await yieldToEventLoop();
-    let line = lines[i];
-    if (i === 0 && line.charCodeAt(0) === 0xfeff) line = line.slice(1);
-    const fields = split(line);
+    const fields = split(lines[i]);
     if (fields.length === 0) continue;
     try {
       onLine(fields, i + 1);

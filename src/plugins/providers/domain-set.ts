@@ -32,7 +32,7 @@ export const domainSet = definePlugin<DomainSetArgs, "provider">({
       await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule, true));
       return builder.build();
     };
-    const snapshot = await Snapshot.load("domain_set", ctx.log, build);
+    const snapshot = await Snapshot.load("domain_set", ctx, build);
     const sets = args.sets.map((entry, i) => domainProvider(ctx, setTag(entry), ["sets", i]));
     // A referenced set that understands whole questions is asked with the question, not just the name.
     const setQuestion = args.sets.map((entry, i) => {

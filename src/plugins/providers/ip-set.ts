@@ -30,7 +30,7 @@ export const ipSet = definePlugin<IpSetArgs, "provider">({
       await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule));
       return builder.build();
     };
-    const snapshot = await Snapshot.load("ip_set", ctx.log, build);
+    const snapshot = await Snapshot.load("ip_set", ctx, build);
     const sets = args.sets.map((entry, i) => ipProvider(ctx, setTag(entry), ["sets", i]));
     return {
       containsIp(ip: Uint8Array): boolean {

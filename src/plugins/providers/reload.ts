@@ -1,29 +1,75 @@
 // Provider snapshots: built once at start, rebuilt and swapped by a reload. The new snapshot
 // replaces the old one only when the rebuild succeeds, so queries always see a complete set. One
 // reload at a time is the provider actor's rule (machines/provider.machine.ts), not this file's.
+// Every provider reports its rule count, skipped rules, build time and reloads as metrics here.
 
+import type { Cell, MetricsHub } from "../../observability/metrics.js";
 import type { Logger } from "../../observability/logger.js";
 
+/** What a snapshot must tell: rules in force, and (where the format has them) rules skipped. */
+export interface Countable {
+  readonly size: number;
+  readonly skipped?: number;
+}
+
+/** The part of a plugin's CreateContext a snapshot needs. */
+export interface SnapshotEnv {
+  readonly tag: string;
+  readonly log: Logger;
+  readonly services: { readonly metrics: MetricsHub };
+}
+
+interface ProviderCells {
+  rules: Cell;
+  skipped: Cell;
+  buildSeconds: Cell;
+  reloadOk: Cell;
+  reloadError: Cell;
+}
+
+function cells(env: SnapshotEnv): ProviderCells {
+  const m = env.services.metrics;
+  const labels = { plugin_tag: env.tag };
+  const reloads = m.counter("provider_reload_total", "Provider reloads by result (ok: new rules serving; error: the previous rules kept)", ["plugin_tag", "result"]);
+  return {
+    rules: m.gauge("provider_rules", "Rules in the provider's serving snapshot", ["plugin_tag"])(labels),
+    skipped: m.gauge("provider_rules_skipped", "Rules the last successful build skipped as unsupported", ["plugin_tag"])(labels),
+    buildSeconds: m.gauge("provider_build_duration_seconds", "Time the last successful build of the provider's rules took, seconds", ["plugin_tag"])(labels),
+    reloadOk: reloads({ plugin_tag: env.tag, result: "ok" }),
+    reloadError: reloads({ plugin_tag: env.tag, result: "error" }),
+  };
+}
+
 /** What a provider serves from: built once at start, rebuilt and swapped by reload. */
-export class Snapshot<T extends { size: number }> {
+export class Snapshot<T extends Countable> {
   private constructor(
     /** Read by the data plane; replaced by one reference assignment. */
     public current: T,
     private readonly build: () => Promise<T>,
     private readonly log: Logger,
     private readonly kind: string,
+    private readonly cells: ProviderCells,
   ) {}
 
-  static async load<T extends { size: number }>(kind: string, log: Logger, build: () => Promise<T>): Promise<Snapshot<T>> {
+  static async load<T extends Countable>(kind: string, env: SnapshotEnv, build: () => Promise<T>): Promise<Snapshot<T>> {
     const started = performance.now();
     const first = await build();
-    log.info({ rules: first.size, ms: Math.round(performance.now() - started) }, `${kind} loaded`);
-    return new Snapshot(first, build, log, kind);
+    const ms = performance.now() - started;
+    const snapshot = new Snapshot(first, build, env.log, kind, cells(env));
+    snapshot.record(ms);
+    env.log.info({ rules: first.size, ...(first.skipped ? { skipped: first.skipped } : {}), ms: Math.round(ms) }, `${kind} loaded`);
+    return snapshot;
   }
 
   /** Rules in the snapshot serving now. */
   get rules(): number {
     return this.current.size;
+  }
+
+  private record(ms: number): void {
+    this.cells.rules.value = this.current.size;
+    this.cells.skipped.value = this.current.skipped ?? 0;
+    this.cells.buildSeconds.value = ms / 1000;
   }
 
   /** Rebuilds from the startup args; a failure keeps the current snapshot and rejects. */
@@ -32,10 +78,14 @@ export class Snapshot<T extends { size: number }> {
     try {
       this.current = await this.build();
     } catch (err) {
+      this.cells.reloadError.value++;
       this.log.warn({ err: (err as Error).message }, `${this.kind} reload failed; keeping the previous rules`);
       throw err;
     }
-    this.log.info({ rules: this.current.size, ms: Math.round(performance.now() - started) }, `${this.kind} reloaded`);
+    const ms = performance.now() - started;
+    this.cells.reloadOk.value++;
+    this.record(ms);
+    this.log.info({ rules: this.current.size, ...(this.current.skipped ? { skipped: this.current.skipped } : {}), ms: Math.round(ms) }, `${this.kind} reloaded`);
     return { rules: this.current.size };
   }
 }

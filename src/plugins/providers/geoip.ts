@@ -1,0 +1,90 @@
+// `geoip`: IP lists from a v2ray geoip.dat, or the countries of a MaxMind DB (.mmdb, found by its
+// metadata marker), compiled into the merged-range set ip_set uses: a lookup is a binary search.
+
+import { IpPrefixSetBuilder, type IpPrefixSet } from "../../engine/rules/ip.js";
+import { ArgError, definePlugin } from "../../registry/types.js";
+import { geoSchema, ipSelection, readGeoFile, requireCodes, selectorProblems, type GeoArgs } from "./geo/args.js";
+import { listCodes, readGeoIp } from "./geo/dat.js";
+import { isMmdb, MmdbError, readMmdbCountries } from "./geo/mmdb.js";
+import { ProtobufError } from "./geo/protobuf.js";
+import { Snapshot } from "./reload.js";
+
+interface GeoIpSnapshot {
+  set: IpPrefixSet;
+  /** Lists with reverse_match: an address matches when it is NOT in one of them. */
+  reverse: IpPrefixSet[];
+  size: number;
+  skipped: number;
+}
+
+async function buildGeoIp(buf: Buffer, args: GeoArgs, warn: (skipped: number, first: string) => void): Promise<GeoIpSnapshot> {
+  const selection = ipSelection(args.selectors);
+  const main = new IpPrefixSetBuilder();
+  if (isMmdb(buf)) {
+    let codes: { found: Set<string>; all: Set<string> };
+    try {
+      codes = await readMmdbCountries(buf, selection, (ip, bits) => main.addPrefix(ip, bits));
+    } catch (err) {
+      if (err instanceof MmdbError) throw new ArgError(`'${args.file}': ${err.message}`, ["file"]);
+      throw err;
+    }
+    requireCodes(args.file, selection, codes.found, () => [...codes.all].sort());
+    return { set: main.build(), reverse: [], size: main.size, skipped: 0 };
+  }
+  const reverse: IpPrefixSetBuilder[] = [];
+  let current = main;
+  let skipped = 0;
+  let first = "";
+  let code = "";
+  let found: Set<string>;
+  try {
+    found = await readGeoIp(
+      buf,
+      selection,
+      (c, rev) => {
+        code = c;
+        current = rev ? new IpPrefixSetBuilder() : main;
+        if (rev) reverse.push(current);
+      },
+      (ip, prefix) => {
+        if ((ip.length === 4 && prefix <= 32) || (ip.length === 16 && prefix <= 128)) current.addPrefix(ip, prefix);
+        else if (skipped++ === 0) first = `${code.toLowerCase()}: a CIDR of ${ip.length} bytes with prefix ${prefix}`;
+      },
+    );
+  } catch (err) {
+    if (err instanceof ProtobufError) throw new ArgError(`'${args.file}' is neither a MaxMind DB nor a valid geoip.dat: ${err.message}`, ["file"]);
+    throw err;
+  }
+  requireCodes(args.file, selection, found, () => listCodes(buf));
+  if (skipped > 0) warn(skipped, first);
+  const size = main.size + reverse.reduce((n, b) => n + b.size, 0);
+  return { set: main.build(), reverse: reverse.map((b) => b.build()), size, skipped };
+}
+
+export const geoip = definePlugin<GeoArgs, "provider">({
+  type: "geoip",
+  kind: "provider",
+  feature: "core",
+  summary: "IP lists from a v2ray geoip.dat or the countries of a MaxMind .mmdb (selectors: list or ISO country codes), matched like an ip_set.",
+  schema: geoSchema,
+  check: (args) => selectorProblems(args.selectors, false),
+  async create(args, ctx) {
+    const build = async (): Promise<GeoIpSnapshot> => {
+      const buf = await readGeoFile(ctx.resolvePath(args.file), args.file);
+      return buildGeoIp(buf, args, (skipped, first) => ctx.log.warn({ file: args.file, skipped, first }, `geoip: skipped ${skipped} malformed CIDR(s); first: ${first}`));
+    };
+    const snapshot = await Snapshot.load("geoip", ctx, build);
+    return {
+      containsIp(ip: Uint8Array): boolean {
+        const s = snapshot.current;
+        if (s.set.contains(ip)) return true;
+        for (let i = 0; i < s.reverse.length; i++) if (!s.reverse[i].contains(ip)) return true;
+        return false;
+      },
+      reload: () => snapshot.reload(),
+      get rules() {
+        return snapshot.rules;
+      },
+    };
+  },
+});
