@@ -27,7 +27,7 @@ import { readFile, writeFile } from "node:fs/promises";
  * @typedef {object} ScenarioResult
  * @property {string} name
  * @property {string} purpose
- * @property {"udp" | "tcp"} transport
+ * @property {"udp" | "tcp" | "dot" | "doh"} transport
  * @property {string} queries
  * @property {Record<string, ServerResult>} servers
  */
@@ -50,6 +50,8 @@ import { readFile, writeFile } from "node:fs/promises";
 
 export const SERVER_ORDER = ["sluice", "ceiling", "unbound", "dnsmasq"];
 const LABEL = /** @type {Record<string, string>} */ ({ sluice: "Sluice", ceiling: "ceiling", unbound: "unbound", dnsmasq: "dnsmasq" });
+
+const TRANSPORT_LABEL = /** @type {Record<string, string>} */ ({ tcp: " (TCP)", dot: " (DoT)", doh: " (DoH)" });
 
 /** @param {number | null | undefined} v @param {number} [digits] */
 const fmt = (v, digits = 0) => (v === null || v === undefined || Number.isNaN(v) ? "—" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
@@ -83,7 +85,7 @@ export function resultsTable(scenarios) {
     for (const name of SERVER_ORDER) {
       const r = s.servers[name];
       if (!r) continue;
-      const label = `${s.name}${s.transport === "tcp" ? " (TCP)" : ""}`;
+      const label = `${s.name}${TRANSPORT_LABEL[s.transport] ?? ""}`;
       if (r.error) {
         lines.push(`| ${label} | ${LABEL[name]} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
         continue;
@@ -138,6 +140,8 @@ export function judgeTargets(scenarios, memory) {
   qpsTarget("domain-set", "ceiling", 0.7, false);
   qpsTarget("sequence-heavy", "ceiling", 0.7, false);
   qpsTarget("forward", "dnsmasq", 0.8, false);
+  qpsTarget("tls", "unbound", 0.5, false);
+  qpsTarget("doh", "unbound", 0.5, false);
   {
     const target = "cache-hot: Sluice p99 @20k QPS ≤ 2 × unbound's";
     const s = by["cache-hot"];

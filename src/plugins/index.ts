@@ -42,6 +42,7 @@ import { rateLimiterMatcher } from "./matchers/rate-limiter.js";
 import { stringExpMatcher } from "./matchers/string-exp.js";
 import { domainSet } from "./providers/domain-set.js";
 import { ipSet } from "./providers/ip-set.js";
+import { httpServer } from "./servers/http-server.js";
 import { tcpServer } from "./servers/tcp-server.js";
 import { udpServer } from "./servers/udp-server.js";
 
@@ -57,6 +58,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   // servers
   udpServer,
   tcpServer,
+  httpServer,
   // executors
   arbitrary,
   sequence,
