@@ -47,6 +47,7 @@ plugins:
     type: sequence
     args:
       - { matches: "client_ip 192.0.2.9 2001:db8::9", exec: black_hole 10.0.0.9 short_circuit }
+      - { matches: "client_ip 127.0.0.1", exec: black_hole 10.0.0.127 short_circuit }
       - exec: black_hole 10.0.0.1
   - tag: doh
     type: http_server
@@ -57,6 +58,7 @@ plugins:
       entries:
         - { path: /dns-query, exec: main }
         - { path: /other, exec: other }
+        - { path: /who, exec: by_client }
   - tag: plain
     type: http_server
     args:
@@ -156,13 +158,17 @@ describe("routing", () => {
       const spec = { ...post(buildQuery("who.example", "A")), headers: { "content-type": "application/dns-message", ...(forwarded ? { "x-forwarded-for": forwarded } : {}) } };
       return answerIps(dnsOf(await h1Request(plainOrigin, spec)));
     };
-    expect(await ask()).toEqual(["10.0.0.1"]);
+    // The test connects from 127.0.0.1.
+    expect(await ask()).toEqual(["10.0.0.127"]);
     expect(await ask("192.0.2.9")).toEqual(["10.0.0.9"]);
     expect(await ask("192.0.2.9:5353, 10.1.1.1")).toEqual(["10.0.0.9"]);
     expect(await ask("[2001:db8::9]:443")).toEqual(["10.0.0.9"]);
     expect(await ask("10.1.1.1, 192.0.2.9")).toEqual(["10.0.0.1"]);
     // Not an address: the socket's address is used.
-    expect(await ask("unknown")).toEqual(["10.0.0.1"]);
+    expect(await ask("unknown")).toEqual(["10.0.0.127"]);
+    // Over TLS without src_ip_header, the header is ignored and the socket's address counts.
+    const overTls = await h2Once(tlsOrigin, { ...post(buildQuery("who.example", "A"), "/who"), headers: { "content-type": "application/dns-message", "x-forwarded-for": "192.0.2.9" } }, pki.ca);
+    expect(answerIps(dnsOf(overTls))).toEqual(["10.0.0.127"]);
     // The same over h2c.
     const h2c = await h2Once(plainOrigin, { ...post(buildQuery("who.example", "A")), headers: { "content-type": "application/dns-message", "x-forwarded-for": "192.0.2.9" } });
     expect(answerIps(dnsOf(h2c))).toEqual(["10.0.0.9"]);

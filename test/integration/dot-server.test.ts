@@ -33,6 +33,7 @@ plugins:
     type: sequence
     args:
       - { matches: "qtype TXT", exec: "sleep 300" }
+      - { matches: ["qname full:who.dot.test", "client_ip 127.0.0.1"], exec: black_hole 10.1.1.1 short_circuit }
       - exec: $local
       - exec: reject NXDOMAIN
   - { tag: dot, type: tcp_server, args: { entry: main, listen: "127.0.0.1:${ports.dot}", cert: server.crt, key: server.key } }
@@ -89,9 +90,12 @@ describe("clients", () => {
     const answers = (await c.waitAnswers(3)).map(decodeMessage);
     expect(answers.map((m) => m.id)).toEqual([2, 3, 1]);
     expect(answerIps(answers[0])).toEqual(["192.0.2.53"]);
+    // Matchers see the client's address through TLS.
+    c.send(buildQuery("who.dot.test", "A", { id: 4 }));
+    expect(answerIps(decodeMessage((await c.waitAnswers(4))[3]))).toEqual(["10.1.1.1"]);
     c.destroy();
     const after = metricValue(await (await s.api("/api/metrics")).text(), "server_request_total", 'plugin_tag="dot",protocol="dot"');
-    expect(after - before).toBe(3);
+    expect(after - before).toBe(4);
   });
 });
 
