@@ -164,12 +164,16 @@ describe("idle_timeout", () => {
     const busy = await h2Connect(idleOrigin);
     expect((await h2Request(idle, get("a.example"))).status).toBe(200);
     const idleClosed = new Promise<number>((resolve) => idle.once("close", () => resolve(Date.now())));
+    let goaway = false;
+    idle.once("goaway", () => (goaway = true));
     const started = Date.now();
     for (let i = 0; i < 8; i++) {
       expect((await h2Request(busy, get(`b${i}.example`))).status).toBe(200);
       await sleep(150);
     }
     expect((await idleClosed) - started).toBeLessThan(1500);
+    // Closed politely: GOAWAY first, so a client knows no request of its was lost.
+    expect(goaway).toBe(true);
     expect(busy.closed || busy.destroyed).toBe(false);
     busy.close();
   });

@@ -68,6 +68,8 @@ class HttpConn {
   /** HTTP/2 streams whose request body is being read, with when it started. */
   readonly bodies = new Map<http2.ServerHttp2Stream, number>();
   pausedByUs = false;
+  /** An idle HTTP/2 session sent GOAWAY and is closing; the next sweep ends it if it has not. */
+  closing = false;
   closed = false;
 
   constructor(
@@ -307,7 +309,18 @@ export class HttpListener extends Listener<HttpHandler> {
         this.stats.closedRequest.value++;
         stream.close(http2.constants.NGHTTP2_CANCEL);
       }
+      if (c.closing) {
+        this.drop(c, null);
+        continue;
+      }
       if (now - c.lastDone < idleMs) continue;
+      if (c.active === 0 && c.session) {
+        // GOAWAY first: the client learns the connection is going, and no request is caught by the close.
+        c.closing = true;
+        this.stats.closedIdle.value++;
+        c.session.close();
+        continue;
+      }
       // Nothing finished for idle_timeout: an idle connection, or one whose answers are not read.
       this.drop(c, c.active === 0 ? this.stats.closedIdle : this.stats.closedStalled);
     }
