@@ -1,8 +1,10 @@
 // DNS over HTTPS (http_server), over real sockets with certificates made here: dig +https and
 // +https-get, kdig +https and +https-get (the stricter parser), Node's HTTP/2 and HTTP/1.1 clients
 // over TLS, cleartext HTTP/1.1 and h2c on one port, every error status, two paths to two
-// executors, the query's ID and cache-control in the answer, and src_ip_header feeding client_ip.
+// executors, the query's ID and cache-control in the answer, src_ip_header feeding client_ip, and
+// an open HTTP/2 connection kept across a reload.
 import { execFile, execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -219,6 +221,26 @@ describe("errors", () => {
     expect(rcodeOf(dnsOf(largest))).toBe(1);
     // Still serving.
     expect(dnsOf(await h2Once(tlsOrigin, get(q), pki.ca)).answers.length).toBe(2);
+  });
+});
+
+describe("reload", () => {
+  test("an HTTP/2 connection opened before a reload stays open and is answered by the new configuration", async () => {
+    const session = await h2Connect(tlsOrigin, pki.ca);
+    const q = buildQuery("www.doh.test", "A");
+    expect(answerIps(dnsOf(await h2Request(session, get(q, "/other"))))).toEqual(["198.51.100.7"]);
+    writeFileSync(join(s.dir, "sluice.yaml"), yaml.replace("black_hole 198.51.100.7", "black_hole 198.51.100.8"));
+    const before = (await (await s.api("/api/reload/status")).json()) as { last_completed_ms: number | null };
+    expect((await s.api("/api/reload", { method: "POST" })).status).toBe(202);
+    for (;;) {
+      const status = (await (await s.api("/api/reload/status")).json()) as { status: string; last_completed_ms: number | null };
+      if (status.status === "ok" && status.last_completed_ms !== before.last_completed_ms) break;
+      if (status.status === "failed") throw new Error(JSON.stringify(status));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(session.closed || session.destroyed).toBe(false);
+    expect(answerIps(dnsOf(await h2Request(session, get(q, "/other"))))).toEqual(["198.51.100.8"]);
+    session.close();
   });
 });
 

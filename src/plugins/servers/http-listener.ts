@@ -327,6 +327,11 @@ export class HttpListener extends Listener<HttpHandler> {
   }
 
   close(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+    // Neither listens; closing them stops the HTTP/1.1 timeout checker (the callbacks get "not running").
+    this.h1.close(ignore);
+    this.h2.close(ignore);
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       for (const c of [...this.conns]) this.drop(c, null);
