@@ -9,6 +9,7 @@ import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { dnsperf } from "./lib/dnsperf.mjs";
+import { dohRcodes, load, writeDohUris } from "./lib/h2load.mjs";
 import { measureServers } from "./lib/measure.mjs";
 import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
 import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
@@ -30,21 +31,24 @@ const BENCH = join(ROOT, "bench");
  * @property {string} purpose
  * @property {string} config         bench/configs/<config>.yaml
  * @property {"local" | "domainSet" | "adguard"} queries
- * @property {RefMode | "none"} ref  what unbound and dnsmasq do ("none": they have no equivalent and are not run)
- * @property {boolean} tcp
- * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
+ * @property {RefMode} ref           what unbound and dnsmasq do
+ * @property {"udp" | "tcp" | "dot" | "doh"} mode  dnsperf's transport
+ * @property {string[]} [servers]    the servers measured (default: all); the ceiling and dnsmasq speak neither DoT nor DoH
  * @property {string} [provider]     tag of a provider whose build time and memory are measured too
+ * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
  */
 
 /** @type {Scenario[]} */
 const SCENARIOS = [
-  { name: "local", purpose: "1 000 names answered from `hosts` and `arbitrary`; references answer from local data.", config: "local", queries: "local", ref: "local", tcp: false, expect: { NOERROR: 1 } },
-  { name: "cache-hot", purpose: "`cache` in front of `forward`, every query a hit after a warm-up pass; references are caching forwarders to the same upstream.", config: "cache-hot", queries: "local", ref: "cache", tcp: false, expect: { NOERROR: 1 } },
-  { name: "forward", purpose: "no cache, every query forwarded to one local upstream (unbound); dnsmasq and unbound forward with their caches off.", config: "forward", queries: "local", ref: "forward", tcp: false, expect: { NOERROR: 1 } },
-  { name: "domain-set", purpose: "`qname $set` against 100 000 rules (full/domain/keyword); half the names match (NXDOMAIN), half get an address from `hosts`.", config: "domain-set", queries: "domainSet", ref: "domain-set", tcp: false, expect: { NOERROR: 0.5, NXDOMAIN: 0.5 } },
-  { name: "sequence-heavy", purpose: "20 sequence rules with mixed matchers before the local answer; references answer locally.", config: "sequence-heavy", queries: "local", ref: "local", tcp: false, expect: { NOERROR: 1 } },
-  { name: "tcp", purpose: "cache-hot over TCP (4 connections); references and ceiling over TCP too.", config: "cache-hot", queries: "local", ref: "cache", tcp: true, expect: { NOERROR: 1 } },
-  { name: "adguard", purpose: "`qname $ads` against a 150 000-rule AdGuard DNS filter-shaped list (`adguard_rule`); half the names blocked (NXDOMAIN) by rules of every kind, half answered; unbound and dnsmasq have no equivalent and are not run.", config: "adguard", queries: "adguard", ref: "none", tcp: false, expect: { NOERROR: 0.5, NXDOMAIN: 0.5 }, provider: "adguard_rule" },
+  { name: "local", purpose: "1 000 names answered from `hosts` and `arbitrary`; references answer from local data.", config: "local", queries: "local", ref: "local", mode: "udp", expect: { NOERROR: 1 } },
+  { name: "cache-hot", purpose: "`cache` in front of `forward`, every query a hit after a warm-up pass; references are caching forwarders to the same upstream.", config: "cache-hot", queries: "local", ref: "cache", mode: "udp", expect: { NOERROR: 1 } },
+  { name: "forward", purpose: "no cache, every query forwarded to one local upstream (unbound); dnsmasq and unbound forward with their caches off.", config: "forward", queries: "local", ref: "forward", mode: "udp", expect: { NOERROR: 1 } },
+  { name: "domain-set", purpose: "`qname $set` against 100 000 rules (full/domain/keyword); half the names match (NXDOMAIN), half get an address from `hosts`.", config: "domain-set", queries: "domainSet", ref: "domain-set", mode: "udp", expect: { NOERROR: 0.5, NXDOMAIN: 0.5 } },
+  { name: "sequence-heavy", purpose: "20 sequence rules with mixed matchers before the local answer; references answer locally.", config: "sequence-heavy", queries: "local", ref: "local", mode: "udp", expect: { NOERROR: 1 } },
+  { name: "tcp", purpose: "cache-hot over TCP (4 connections); references and ceiling over TCP too.", config: "cache-hot", queries: "local", ref: "cache", mode: "tcp", expect: { NOERROR: 1 } },
+  { name: "adguard", purpose: "`qname $ads` against a 150 000-rule AdGuard DNS filter-shaped list (`adguard_rule`); half the names blocked (NXDOMAIN) by rules of every kind, half answered; unbound and dnsmasq have no equivalent and are not run.", config: "adguard", queries: "adguard", ref: "local", mode: "udp", servers: ["sluice", "ceiling"], expect: { NOERROR: 0.5, NXDOMAIN: 0.5 }, provider: "adguard_rule" },
+  { name: "tls", purpose: "cache-hot over DNS over TLS (4 connections, `tcp_server` with cert and key); unbound caching and serving DoT (`tls-port`).", config: "cache-hot-dot", queries: "local", ref: "cache", mode: "dot", servers: ["sluice", "unbound"], expect: { NOERROR: 1 } },
+  { name: "doh", purpose: "cache-hot over DNS over HTTPS (HTTP/2, GET, 4 connections, `http_server`); unbound caching and serving DoH (`https-port`).", config: "cache-hot-doh", queries: "local", ref: "cache", mode: "doh", servers: ["sluice", "unbound"], expect: { NOERROR: 1 } },
 ];
 const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory"];
 
@@ -127,10 +131,10 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
 
 /**
  * @param {string} config @param {number} port @param {string} probe
- * @param {{ tmp: string, rules: string, adguardRules: string }} ctx
+ * @param {{ tmp: string, rules: string, adguardRules: string, cert: { cert: string, key: string } }} ctx
  */
 function startSluice(config, port, probe, ctx) {
-  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules };
+  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key };
   const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
   return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
 }
@@ -138,16 +142,17 @@ function startSluice(config, port, probe, ctx) {
 /**
  * Runs one scenario: starts Sluice, unbound and dnsmasq for it (the ceiling runs throughout), checks
  * their answers on a warm-up pass, then measures saturation (interleaved rounds) and latency at 20 000 QPS.
- * @param {Scenario} sc @param {{ tmp: string, rules: string, adguardRules: string, adguardEmpty: string, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
+ * @param {Scenario} sc @param {{ tmp: string, rules: string, adguardRules: string, adguardEmpty: string, cert: { cert: string, key: string }, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
  * @returns {Promise<ScenarioResult>}
  */
 async function runScenario(sc, ctx) {
   const file = ctx.queries[sc.queries];
   const probe = PROBE_NAME[sc.queries];
   /** @type {ScenarioResult} */
-  const result = { name: sc.name, purpose: sc.purpose, transport: sc.tcp ? "tcp" : "udp", queries: file.slice(ROOT.length + 1), servers: {} };
+  const result = { name: sc.name, purpose: sc.purpose, transport: sc.mode, queries: file.slice(ROOT.length + 1), servers: {} };
+  const wanted = (/** @type {string} */ name) => !sc.servers || sc.servers.includes(name);
   /** @type {Record<string, { port: number, proc: Started }>} */
-  const live = { ceiling: { port: PORTS.ceiling, proc: ctx.ceiling } };
+  const live = wanted("ceiling") ? { ceiling: { port: PORTS.ceiling, proc: ctx.ceiling } } : {};
   /** @type {Started[]} */
   const own = [];
   /** @param {string} name @param {unknown} err */
@@ -157,17 +162,16 @@ async function runScenario(sc, ctx) {
     result.servers[name] = { qps: 0, rounds: [], lost: 0, cpu: null, latency: null, error: msg };
   };
   try {
-    const mode = sc.ref;
+    const encrypted = sc.mode === "dot" || sc.mode === "doh" ? { mode: sc.mode, ...ctx.cert } : undefined;
+    const refOpts = { dir: ctx.tmp, mode: sc.ref, upstreamPort: PORTS.upstream, data: ctx.refData, encrypted };
     /** @type {[string, number, () => Promise<Started>][]} */
-    const starters = [["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)]];
-    if (mode !== "none") {
-      const refOpts = { dir: ctx.tmp, mode, upstreamPort: PORTS.upstream, data: ctx.refData };
-      starters.push(
-        ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
-        ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
-      );
-    }
+    const starters = [
+      ["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)],
+      ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
+      ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
+    ];
     for (const [name, port, begin] of starters) {
+      if (!wanted(name)) continue;
       try {
         const proc = await begin();
         own.push(proc);
@@ -176,12 +180,21 @@ async function runScenario(sc, ctx) {
         fail(name, err);
       }
     }
-    const base = { file, outFile: join(ctx.tmp, "dnsperf.out"), tcp: sc.tcp, cpus: LOAD_CPUS };
+    /** @type {Record<number, { path: string, count: number }>} */
+    const uris = {};
+    if (sc.mode === "doh") {
+      for (const name of Object.keys(live)) {
+        const path = join(ctx.tmp, `uris-${name}.txt`);
+        uris[live[name].port] = { path, count: await writeDohUris(file, live[name].port, path) };
+      }
+    }
+    const base = { file, outFile: join(ctx.tmp, "dnsperf.out"), mode: sc.mode, cpus: LOAD_CPUS, uris };
     // Warm-up pass: fills the caches and checks that every server answers as the scenario expects.
     for (const name of Object.keys(live)) {
       try {
-        const w = await dnsperf({ ...base, port: live[name].port, maxRuns: 1, seconds: 30, clients: 4, outstanding: 100, timeoutSeconds: 60 });
-        if (name !== "ceiling") checkAnswers(sc, w.stats, name);
+        const w = await load({ ...base, port: live[name].port, maxRuns: 1, seconds: sc.mode === "doh" ? undefined : 30, clients: 4, outstanding: 100, timeoutSeconds: 60 });
+        // h2load sees HTTP statuses only: the DNS answers of a sample are checked on their own.
+        if (name !== "ceiling") checkAnswers(sc, sc.mode === "doh" ? await dohRcodes(live[name].port, file, 50) : w.stats, name);
       } catch (err) {
         fail(name, err);
         delete live[name];
@@ -192,16 +205,16 @@ async function runScenario(sc, ctx) {
     // (without this, Sluice's first measured round was ~40 % below its later ones).
     for (const name of Object.keys(live)) {
       try {
-        await dnsperf({ ...base, port: live[name].port, seconds: WARM_SECONDS, ...SATURATION });
+        await load({ ...base, port: live[name].port, seconds: WARM_SECONDS, ...SATURATION });
       } catch (err) {
         fail(name, err);
         delete live[name];
       }
     }
-    // The provider's build time (from its "loaded" log line) and Sluice's memory once it has served the load.
-    const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     const targets = Object.fromEntries(Object.entries(live).map(([n, v]) => [n, { port: v.port, pid: v.proc.pid }]));
     Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log));
+    // The provider's build time (from its "loaded" log line) and Sluice's memory once it has served the load.
+    const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     if (loaded) result.provider = loaded;
   } finally {
     for (const p of own) await stop(p);
@@ -210,17 +223,16 @@ async function runScenario(sc, ctx) {
     // Baseline: the same configuration with an empty list, through the same warm-up and steady state.
     const empty = await startSluice(sc.config, PORTS.sluice, probe, { ...ctx, adguardRules: ctx.adguardEmpty });
     try {
-      const base = { file, outFile: join(ctx.tmp, "dnsperf.out"), tcp: sc.tcp, cpus: LOAD_CPUS, port: PORTS.sluice };
-      await dnsperf({ ...base, maxRuns: 1, seconds: 30, clients: 4, outstanding: 100, timeoutSeconds: 60 });
-      await dnsperf({ ...base, seconds: WARM_SECONDS, ...SATURATION });
+      const base = { file, outFile: join(ctx.tmp, "dnsperf.out"), mode: sc.mode, cpus: LOAD_CPUS, uris: {}, port: PORTS.sluice };
+      await load({ ...base, maxRuns: 1, seconds: 30, clients: 4, outstanding: 100, timeoutSeconds: 60 });
+      await load({ ...base, seconds: WARM_SECONDS, ...SATURATION });
       result.provider.baselineRssMiB = Number(((await rssMiB(empty.pid)) ?? 0).toFixed(1));
     } finally {
       await stop(empty);
     }
     const p = result.provider;
     log(`  ${sc.provider}: ${p.rules.toLocaleString("en-US")} rules (${p.skipped} skipped) built in ${p.buildMs} ms; Sluice RSS ${p.rssMiB} MiB, ${p.baselineRssMiB} MiB with an empty list`);
-  }
-  return result;
+  }  return result;
 }
 
 /**
@@ -264,7 +276,7 @@ function checkAnswers(sc, st, server) {
 
 /**
  * The memory check: distinct names once through a 100 000-entry cache at a fixed rate, VmRSS sampled each second.
- * @param {{ tmp: string, rules: string, adguardRules: string }} ctx
+ * @param {{ tmp: string, rules: string, cert: { cert: string, key: string } }} ctx
  * @returns {Promise<MemoryResult>}
  */
 async function runMemory(ctx) {
@@ -327,7 +339,7 @@ async function main() {
   onInterrupt(() => rm(tmp, { recursive: true, force: true }));
   try {
     const data = await prepareData(BENCH, tmp);
-    const ctx = { tmp, rules: data.rules, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, queries: data.queries, refData: data.refData };
+    const ctx = { tmp, rules: data.rules, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, cert: data.cert, queries: data.queries, refData: data.refData };
     log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
     const ceiling = await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test");
@@ -368,7 +380,7 @@ async function report(results, memory, began, interference) {
   };
   const sections = [
     `Run ${when} (${opts.quick ? "--quick, " : ""}${Math.floor(seconds / 60)} min ${seconds % 60} s) on ${machine.cpuModel}, ${machine.cores} cores, ` +
-      `Node ${machine.node}, ${machine.kernel}; dnsperf ${machine.dnsperf}, unbound ${machine.unbound}, ${machine.dnsmasq}; ` +
+      `Node ${machine.node}, ${machine.kernel}; dnsperf ${machine.dnsperf}, unbound ${machine.unbound}, ${machine.dnsmasq}, ${machine.h2load}; ` +
       `load average at start ${machine.loadAverageAtStart.join(" ")}, at the end ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; ` +
       `during the run other processes used ${Math.round(interference.otherProcesses * 100)}% of the machine's CPU time and the hypervisor stole ${Math.round(interference.steal * 100)}%.`,
     `Saturation: \`${flags.saturation}\`. Latency: \`${flags.latency}\`. Pinning: ${flags.pinning}.`,

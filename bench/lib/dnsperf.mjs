@@ -58,7 +58,7 @@ export function parseStats(text, command) {
  * Runs dnsperf against 127.0.0.1:port. Its output goes to `outFile` (read when it ends; with `onInterval`, polled
  * each second for the -S lines), so the harness does no work while a measurement runs.
  * @param {{ port: number, file: string, outFile: string, seconds?: number, maxRuns?: number, clients: number,
- *   outstanding: number, threads?: number, qps?: number, tcp?: boolean, verbose?: boolean, statsInterval?: number,
+ *   outstanding: number, threads?: number, qps?: number, mode?: "udp" | "tcp" | "dot" | "doh", verbose?: boolean, statsInterval?: number,
  *   cpus?: string | null, timeoutSeconds?: number, onInterval?: (qps: number) => void }} o
  * @returns {Promise<PerfRun>}
  */
@@ -68,7 +68,8 @@ export async function dnsperf(o) {
   if (o.maxRuns !== undefined) args.push("-n", String(o.maxRuns));
   if (o.threads !== undefined && o.threads > 1) args.push("-T", String(o.threads));
   if (o.qps !== undefined) args.push("-Q", String(o.qps));
-  if (o.tcp) args.push("-m", "tcp");
+  // DoH: HTTP/2 GET of https://<-s>:<-p>/dns-query (dnsperf's defaults); dnsperf does not check certificates.
+  if (o.mode && o.mode !== "udp") args.push("-m", o.mode);
   if (o.verbose) args.push("-v");
   if (o.statsInterval !== undefined) args.push("-S", String(o.statsInterval));
   // dnsperf gives up on an unanswered query after -t seconds (default 5); keep the tail of a run short.

@@ -2,7 +2,8 @@
 // The measurements of one scenario: saturation QPS and latency at a fixed rate, each in rounds interleaved
 // across the servers, so a disturbance on the machine hits one round of one server, not a whole result.
 import { cpuSeconds } from "./procs.mjs";
-import { dnsperf, latencySummary } from "./dnsperf.mjs";
+import { latencySummary } from "./dnsperf.mjs";
+import { load } from "./h2load.mjs";
 import { SERVER_ORDER } from "./report.mjs";
 
 /** @typedef {import("./report.mjs").ServerResult} ServerResult */
@@ -30,7 +31,7 @@ const rotated = (names, round) => [...names.slice(round % names.length), ...name
 /**
  * @param {string} scenario
  * @param {Record<string, { port: number, pid: number }>} live  servers that started and passed the warm-up
- * @param {{ file: string, outFile: string, tcp: boolean, cpus: string | null }} base  dnsperf options shared by all runs
+ * @param {{ file: string, outFile: string, mode: "udp" | "tcp" | "dot" | "doh", cpus: string | null, uris?: Record<number, { path: string, count: number }> }} base  load options shared by all runs
  * @param {Plan} plan
  * @param {(msg: string) => void} log
  * @returns {Promise<Record<string, ServerResult>>}
@@ -47,7 +48,7 @@ export async function measureServers(scenario, live, base, plan, log) {
       const a = acc[name];
       try {
         const before = await cpuSeconds(live[name].pid);
-        const r = await dnsperf({ ...base, port: live[name].port, seconds: plan.satSeconds, ...plan.saturation });
+        const r = await load({ ...base, port: live[name].port, seconds: plan.satSeconds, ...plan.saturation });
         const after = await cpuSeconds(live[name].pid);
         a.qps.push(r.stats.qps);
         a.lost += r.stats.lost;
@@ -61,11 +62,13 @@ export async function measureServers(scenario, live, base, plan, log) {
   }
 
   const measured = names.filter((n) => acc[n].qps.length > 0);
-  for (let round = 0; round < plan.latRounds; round++) {
+  // h2load (DoH) reports no percentiles: no latency rounds there.
+  const latRounds = base.mode === "doh" ? 0 : plan.latRounds;
+  for (let round = 0; round < latRounds; round++) {
     for (const name of rotated(measured, round)) {
       const a = acc[name];
       try {
-        const r = await dnsperf({ ...base, port: live[name].port, seconds: plan.latSeconds, verbose: true, ...plan.latency });
+        const r = await load({ ...base, port: live[name].port, seconds: plan.latSeconds, verbose: true, ...plan.latency });
         const l = latencySummary(r.latencies, r.stats.lost);
         a.lat.push({ avgMs: l.avgMs, p99Ms: l.p99Ms, qps: r.stats.qps, lost: r.stats.lost, samples: l.samples });
         a.latLost += r.stats.lost;

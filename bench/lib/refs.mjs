@@ -52,11 +52,23 @@ function unboundServer(port, dir) {
 }
 
 /**
+ * @typedef {object} Encrypted  DoT or DoH on the TCP side of the port (UDP stays plain DNS, for the readiness probe)
+ * @property {"dot" | "doh"} mode
+ * @property {string} cert
+ * @property {string} key
+ */
+
+/**
  * Writes an unbound configuration into `dir` and returns its path.
- * @param {{ name: string, port: number, dir: string, mode: RefMode, upstreamPort?: number, data?: RefData }} o
+ * @param {{ name: string, port: number, dir: string, mode: RefMode, upstreamPort?: number, data?: RefData, encrypted?: Encrypted }} o
  */
 export async function unboundConfig(o) {
   const lines = unboundServer(o.port, o.dir);
+  if (o.encrypted) {
+    lines.push(`  tls-service-key: "${o.encrypted.key}"`, `  tls-service-pem: "${o.encrypted.cert}"`);
+    if (o.encrypted.mode === "dot") lines.push(`  tls-port: ${o.port}`);
+    else lines.push(`  https-port: ${o.port}`, '  http-endpoint: "/dns-query"');
+  }
   if (o.mode === "local") {
     lines.push('  local-zone: "bench.test." static');
     for (const n of localNames()) lines.push(`  local-data: "${n}. 3600 IN A ${ANSWER_IP}"`);

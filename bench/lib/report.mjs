@@ -37,7 +37,7 @@ import { readFile, writeFile } from "node:fs/promises";
  * @typedef {object} ScenarioResult
  * @property {string} name
  * @property {string} purpose
- * @property {"udp" | "tcp"} transport
+ * @property {"udp" | "tcp" | "dot" | "doh"} transport
  * @property {string} queries
  * @property {Record<string, ServerResult>} servers
  * @property {ProviderResult} [provider]
@@ -61,6 +61,8 @@ import { readFile, writeFile } from "node:fs/promises";
 
 export const SERVER_ORDER = ["sluice", "ceiling", "unbound", "dnsmasq"];
 const LABEL = /** @type {Record<string, string>} */ ({ sluice: "Sluice", ceiling: "ceiling", unbound: "unbound", dnsmasq: "dnsmasq" });
+
+const TRANSPORT_LABEL = /** @type {Record<string, string>} */ ({ tcp: " (TCP)", dot: " (DoT)", doh: " (DoH)" });
 
 /** @param {number | null | undefined} v @param {number} [digits] */
 const fmt = (v, digits = 0) => (v === null || v === undefined || Number.isNaN(v) ? "—" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
@@ -94,7 +96,7 @@ export function resultsTable(scenarios) {
     for (const name of SERVER_ORDER) {
       const r = s.servers[name];
       if (!r) continue;
-      const label = `${s.name}${s.transport === "tcp" ? " (TCP)" : ""}`;
+      const label = `${s.name}${TRANSPORT_LABEL[s.transport] ?? ""}`;
       if (r.error) {
         lines.push(`| ${label} | ${LABEL[name]} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
         continue;
@@ -170,6 +172,8 @@ export function judgeTargets(scenarios, memory) {
       out.push({ target, measured: `${p.buildMs} ms, +${addedMB.toFixed(0)} MB (${p.rssMiB} vs ${p.baselineRssMiB} MiB)`, result: p.buildMs < 1500 && addedMB < 60 ? "PASS" : "MISS" });
     }
   }
+  qpsTarget("tls", "unbound", 0.5, false);
+  qpsTarget("doh", "unbound", 0.5, false);
   {
     const target = "cache-hot: Sluice p99 @20k QPS ≤ 2 × unbound's";
     const s = by["cache-hot"];

@@ -160,3 +160,33 @@ export function fitUdp(buf: Buffer, limit: number): Buffer {
   out.writeUInt16BE(out.readUInt16BE(2) | FLAG.TC, 2);
   return out;
 }
+
+/**
+ * The freshness lifetime of an answer for HTTP caches (RFC 8484 §5.1): the smallest TTL of the
+ * answer and authority records, an SOA's MINIMUM included (RFC 2308); -1 when there is no record
+ * or the message cannot be walked.
+ */
+export function freshnessTtl(buf: Buffer): number {
+  if (buf.length < 12) return -1;
+  try {
+    let pos = 12;
+    const qd = (buf[4] << 8) | buf[5];
+    for (let i = 0; i < qd; i++) pos = skipName(buf, pos) + 4;
+    const count = ((buf[6] << 8) | buf[7]) + ((buf[8] << 8) | buf[9]);
+    let min = -1;
+    for (let i = 0; i < count; i++) {
+      const fixed = skipName(buf, pos);
+      if (fixed + 10 > buf.length) return -1;
+      const type = (buf[fixed] << 8) | buf[fixed + 1];
+      const end = fixed + 10 + ((buf[fixed + 8] << 8) | buf[fixed + 9]);
+      if (end > buf.length) return -1;
+      let ttl = buf.readUInt32BE(fixed + 4);
+      if (type === QTYPE.SOA && end - 4 >= fixed + 10) ttl = Math.min(ttl, buf.readUInt32BE(end - 4));
+      if (type !== QTYPE.OPT && (min < 0 || ttl < min)) min = ttl;
+      pos = end;
+    }
+    return min;
+  } catch {
+    return -1;
+  }
+}

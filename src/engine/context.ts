@@ -7,7 +7,7 @@ import { normalizeName } from "../dns/name.js";
 import { buildReply, type RecordBlock } from "../dns/reply.js";
 import { DnsResponse } from "../dns/response.js";
 
-export type Protocol = "udp" | "tcp" | "internal";
+export type Protocol = "udp" | "tcp" | "dot" | "doh" | "internal";
 
 /** One execution-path event (collected only when a consumer such as the query recorder asks). */
 export interface PathEvent {

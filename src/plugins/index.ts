@@ -48,6 +48,7 @@ import { domainSet } from "./providers/domain-set.js";
 import { geoip } from "./providers/geoip.js";
 import { geosite } from "./providers/geosite.js";
 import { ipSet } from "./providers/ip-set.js";
+import { httpServer } from "./servers/http-server.js";
 import { tcpServer } from "./servers/tcp-server.js";
 import { udpServer } from "./servers/udp-server.js";
 
@@ -63,6 +64,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   // servers
   udpServer,
   tcpServer,
+  httpServer,
   // executors
   arbitrary,
   sequence,

@@ -34,7 +34,8 @@ function makeCa(dir: string, name: string): void {
     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
 }
 
-function makeLeaf(dir: string, ca: string, name: string, ext: string): void {
+/** A leaf certificate `<name>.crt`/`<name>.key` in `dir`, signed by the CA `<ca>.crt`, with extensions `ext`. */
+export function makeLeaf(dir: string, ca: string, name: string, ext: string): void {
   writeFileSync(join(dir, `${name}.ext`), ext);
   openssl(dir, ["req", ...EC, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`]);
   openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-set_serial", String(Date.now()),

@@ -1,7 +1,8 @@
-// A raw DNS-over-TCP client for limit tests: frames what it is given, collects answers, and
-// records when the server closed the connection.
+// A raw DNS-over-TCP (or over TLS) client for limit tests: frames what it is given, collects
+// answers, and records when the server closed the connection.
 
 import net from "node:net";
+import tls from "node:tls";
 
 export function framed(packet: Buffer): Buffer {
   const out = Buffer.allocUnsafe(packet.length + 2);
@@ -20,11 +21,12 @@ export class RawTcp {
   private pending: Buffer = Buffer.alloc(0);
   private waiters: (() => void)[] = [];
 
-  constructor(port: number, host = "127.0.0.1") {
-    this.sock = net.connect(port, host);
+  /** With `tlsOptions`, DNS over TLS: `connected` waits for the handshake. */
+  constructor(port: number, host = "127.0.0.1", tlsOptions?: tls.ConnectionOptions) {
+    this.sock = tlsOptions ? tls.connect({ ...tlsOptions, port, host }) : net.connect(port, host);
     this.sock.on("error", () => this.sock.destroy());
     this.connected = new Promise((resolve, reject) => {
-      this.sock.once("connect", () => resolve());
+      this.sock.once(tlsOptions ? "secureConnect" : "connect", () => resolve());
       this.sock.once("close", () => reject(new Error("closed before connecting")));
     });
     this.connected.catch(() => undefined);

@@ -195,14 +195,19 @@ test("configuration errors name the field: unsupported schemes, unknown keys, ba
     expect(err).toBeInstanceOf(ConfigError);
     return (err as Error).message;
   };
-  expect(await tryConfig(`{ upstreams: [{ addr: "tls://1.1.1.1" }] }`)).toContain("args.upstreams[0].addr: scheme tls:// is not supported in this build");
+  expect(await tryConfig(`{ upstreams: [{ addr: "quic://1.1.1.1" }] }`)).toContain("args.upstreams[0].addr: scheme quic:// is not supported in this build");
+  expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", insecure_skip_verify: true }] }`)).toContain("args.upstreams[0].insecure_skip_verify: insecure_skip_verify applies to tls:// and https:// upstreams only");
+  expect(await tryConfig(`{ upstreams: [{ addr: "tls://1.1.1.1", dial_addr: "dns.google" }] }`)).toContain("args.upstreams[0].dial_addr: dial_addr 'dns.google' must be an IP address");
+  // Files are read when the plugin is created (start-up or reload), not by `check`.
+  const noCa = await startSluice(`plugins:\n  - { tag: fwd, type: forward, args: { upstreams: [{ addr: "tls://1.1.1.1", ca: missing.pem }] } }\n  - { tag: main, type: sequence, args: [{ exec: $fwd }] }\n${serversYaml()}`).catch((e: unknown) => e);
+  expect((noCa as Error).message).toContain("args.upstreams[0].ca: cannot read ca 'missing.pem': ENOENT");
   expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", socks5: "127.0.0.1:1080" }] }`)).toContain("unknown field 'socks5'");
   expect(await tryConfig(`{ upstreams: [] }`)).toContain("upstreams");
   expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1" }], concurrent: 4 }`)).toContain("concurrent");
   expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", timeout: 0 }] }`)).toContain("timeout must be greater than zero");
   expect(await tryConfig(`{ upstreams: [{ addr: "dns.test", bootstrap: "dns.google" }] }`)).toContain("args.upstreams[0].bootstrap");
-  const quick = await startSluice(`plugins:\n  - tag: main\n    type: sequence\n    args: [{ exec: forward https://dns.google/dns-query }]\n${serversYaml()}`).catch((e: unknown) => e);
-  expect((quick as Error).message).toContain("scheme https:// is not supported in this build");
+  const quick = await startSluice(`plugins:\n  - tag: main\n    type: sequence\n    args: [{ exec: forward h3://dns.google/dns-query }]\n${serversYaml()}`).catch((e: unknown) => e);
+  expect((quick as Error).message).toContain("scheme h3:// is not supported in this build");
   const empty = await startSluice(`plugins:\n  - tag: main\n    type: sequence\n    args: [{ exec: forward short_circuit }]\n${serversYaml()}`).catch((e: unknown) => e);
   expect((empty as Error).message).toContain("at least one upstream address");
 });

@@ -32,6 +32,7 @@ let run: RunningCli;
 let dir: string;
 let apiPort = 0;
 let udpPort = 0;
+let dohPort = 0;
 
 beforeAll(async () => {
   up = await startResponder((q) => answerWith(q, ["192.0.2.1", "2001:db8::1"].filter((ip) => (q.questions[0]?.type === 28) === ip.includes(":"))));
@@ -86,11 +87,13 @@ plugins:
       - { matches: "resp_ip $ip_cn $ip_us", exec: ttl 60 }
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
   - { tag: tcp, type: tcp_server, args: { entry: main, listen: "127.0.0.1:0" } }
+  - { tag: doh, type: http_server, args: { listen: "127.0.0.1:0", entries: [{ path: /dns-query, exec: main }] } }
 `,
   );
   run = startCli(["-c", "sluice.yaml", "-d", dir]);
   apiPort = Number((await run.waitForLog((l) => l.msg === "management API listening")).port);
   udpPort = Number((await run.waitForLog((l) => l.msg === "udp server listening")).port);
+  dohPort = Number((await run.waitForLog((l) => l.msg === "doh server listening")).port);
 });
 
 afterAll(async () => {
@@ -116,6 +119,8 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   await udpExchange(udpPort, Buffer.from(buildQuery("x.example").subarray(0, 14)), 500);
   expect((await fetch(`http://127.0.0.1:${apiPort}/api/plugins/jobs/jobs/fetch/run`, { method: "POST" })).status).toBe(202);
   await run.waitForLog((l) => l.msg === "cron run finished");
+  const doh = await fetch(`http://127.0.0.1:${dohPort}/dns-query?dns=${buildQuery("nas.home.arpa").toString("base64url")}`);
+  expect(doh.status).toBe(200);
 
   const res = await fetch(`http://127.0.0.1:${apiPort}/api/metrics`);
   expect(res.status).toBe(200);
@@ -156,12 +161,17 @@ test("a scrape after traffic through every metered plugin passes `promtool check
     "download_timeout_total",
     "reload_trigger_total",
     "reload_error_total",
+    "server_http_connections",
+    "server_http_conn_closed_total",
+    "forward_upstream_connections_total",
+    "forward_upstream_tls_resumed_total",
     "process_cpu_seconds_total",
     "nodejs_active_handles",
   ]) {
     expect(text, family).toMatch(new RegExp(`^# TYPE ${family} `, "m"));
   }
   expect(text).toMatch(/^server_request_duration_seconds_count\{plugin_tag="udp",protocol="udp"\} [1-9]/m);
+  expect(text).toMatch(/^server_request_total\{plugin_tag="doh",protocol="doh"\} 1$/m);
   expect(text).toMatch(/^forward_query_duration_seconds_count\{plugin_tag="fwd"\} [1-9]/m);
   expect(text).toMatch(/^cron_job_run_total\{plugin_tag="jobs"\} 1$/m);
   expect(text).toMatch(/^download_success_total\{plugin_tag="fetch"\} 1$/m);

@@ -1,4 +1,4 @@
-// DNS over TCP to one upstream address through a bounded pool of reused connections.
+// DNS over TCP (or TLS: DoT) to one upstream address through a bounded pool of reused connections.
 // Without pipelining a connection carries one query at a time; with it, many, matched by ID.
 // A query that waits for a free connection waits in a bounded queue; a query caught on a reused
 // connection that the upstream closed (the usual idle-close race) moves once to another one.
@@ -6,6 +6,9 @@
 import net from "node:net";
 import type { DnsResponse } from "../../dns/response.js";
 import { acceptAnswer, freeId, packetWithId, UpstreamError, type Ticket } from "./exchange.js";
+import { connectTls, tlsFailure, type TlsClientSetup } from "./tls-client.js";
+
+const DOT_ALPN = ["dot"];
 
 /** Queries in flight on one pipelined connection. */
 const MAX_PIPELINE = 1024;
@@ -21,6 +24,10 @@ export interface TcpPoolOptions {
   idleTimeoutMs: number;
   pipeline: boolean;
   connectTimeoutMs: number;
+  /** DoT: connections are TLS with this setup. */
+  tls?: TlsClientSetup;
+  /** Called for each connection opened (metrics). */
+  onConnect?: () => void;
 }
 
 interface TcpPending {
@@ -49,17 +56,19 @@ class TcpConn {
     private readonly pool: TcpPool,
     opts: TcpPoolOptions,
   ) {
-    this.socket = net.connect({ host: opts.host, port: opts.port, family: opts.family });
+    // Queries written before the handshake completes are sent once it has.
+    this.socket = opts.tls ? connectTls(opts.tls, opts.host, opts.port, DOT_ALPN) : net.connect({ host: opts.host, port: opts.port, family: opts.family });
     this.socket.setNoDelay(true);
     this.socket.unref();
+    opts.onConnect?.();
     this.connectTimer = setTimeout(() => this.socket.destroy(new Error(`connect timed out after ${opts.connectTimeoutMs}ms`)), opts.connectTimeoutMs);
-    this.socket.on("connect", () => {
+    this.socket.on(opts.tls ? "secureConnect" : "connect", () => {
       this.connected = true;
       this.clearConnectTimer();
     });
     this.socket.on("data", (chunk: Buffer) => this.onData(chunk));
     this.socket.on("error", (err) => {
-      this.error = err;
+      this.error = opts.tls ? new Error(tlsFailure(err)) : err;
     });
     this.socket.on("close", () => {
       this.clearConnectTimer();
@@ -127,7 +136,12 @@ export class TcpPool {
   private readonly waiters: TcpPending[] = [];
   private closing = false;
 
-  constructor(private readonly opts: TcpPoolOptions) {}
+  /** Prefix of failure messages: `tcp` or `tls`. */
+  private readonly label: string;
+
+  constructor(private readonly opts: TcpPoolOptions) {
+    this.label = opts.tls ? "tls" : "tcp";
+  }
 
   /** Connections currently open or opening. */
   get size(): number {
@@ -138,7 +152,7 @@ export class TcpPool {
   exchange(query: Buffer, ticket: Ticket): Promise<DnsResponse> {
     return new Promise<DnsResponse>((resolve, reject) => {
       if (ticket.reason) return reject(ticket.reason);
-      if (this.closing) return reject(new UpstreamError("tcp: upstream closed"));
+      if (this.closing) return reject(new UpstreamError(`${this.label}: upstream closed`));
       const p: TcpPending = { query, ticket, resolve, reject, conn: null, id: -1, retried: false };
       ticket.wait((reason) => this.abandon(p, reason));
       this.dispatch(p);
@@ -148,7 +162,7 @@ export class TcpPool {
   private dispatch(p: TcpPending): void {
     const conn = this.pick();
     if (conn) this.assign(conn, p);
-    else if (this.waiters.length >= MAX_WAITERS) this.fail(p, new UpstreamError("tcp: too many queries waiting for a connection"));
+    else if (this.waiters.length >= MAX_WAITERS) this.fail(p, new UpstreamError(`${this.label}: too many queries waiting for a connection`));
     else this.waiters.push(p);
   }
 
@@ -228,7 +242,7 @@ export class TcpPool {
         p.retried = true;
         this.dispatch(p);
       } else {
-        this.fail(p, new UpstreamError(`tcp: ${reason}`));
+        this.fail(p, new UpstreamError(`${this.label}: ${reason}`));
       }
     }
     this.pump();
@@ -247,7 +261,7 @@ export class TcpPool {
   close(fail: UpstreamError | null): void {
     this.closing = true;
     const waiting = this.waiters.splice(0);
-    for (const p of waiting) this.fail(p, fail ?? new UpstreamError("tcp: upstream closed"));
+    for (const p of waiting) this.fail(p, fail ?? new UpstreamError(`${this.label}: upstream closed`));
     for (const conn of [...this.conns]) {
       if (fail) {
         const all = [...conn.pending.values()];

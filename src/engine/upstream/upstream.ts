@@ -1,11 +1,13 @@
 // One configured upstream: address resolution, then UDP (with the TCP retry on a truncated
-// answer) or TCP, all inside one deadline per query.
+// answer), TCP, TLS (DoT) or HTTPS (DoH), all inside one deadline per query.
 
 import type { DnsResponse } from "../../dns/response.js";
-import { parseBootstrap, parseUpstreamAddr, type UpstreamAddress } from "./address.js";
+import { hostPort, parseBootstrap, parseDialAddr, parseUpstreamAddr, DEFAULT_DOH_PATH, type UpstreamAddress } from "./address.js";
 import { bootstrapResolver, CachingResolver, StaticResolver, systemLookup, type Resolver } from "./bootstrap.js";
 import { Ticket, UpstreamError, type CancelScope } from "./exchange.js";
+import { DohTransport } from "./https.js";
 import { TcpPool } from "./tcp.js";
+import { tlsClientSetup, type TlsClientSetup } from "./tls-client.js";
 import { UdpTransport } from "./udp.js";
 
 export const DEFAULT_TIMEOUT_MS = 5_000;
@@ -23,13 +25,23 @@ export interface UpstreamOptions {
   pipeline?: boolean;
   maxConns?: number;
   idleTimeoutMs?: number;
+  /** TLS and HTTPS: accept any certificate (testing only). */
+  insecureSkipVerify?: boolean;
+  /** `ip[:port]` to connect to instead of resolving the host; the host still names the certificate. */
+  dialAddr?: string;
+  /** TLS and HTTPS: PEM CA certificates to verify against instead of the trust store. */
+  ca?: Buffer;
+  /** Called for each connection (TCP, TLS or HTTP/2 session) opened. */
+  onConnect?: () => void;
+  /** Called for each completed TLS handshake. */
+  onHandshake?: (resumed: boolean) => void;
 }
 
 /** The transports towards one resolved IP. */
 interface Target {
   ip: string;
-  udp: UdpTransport;
-  tcp: TcpPool;
+  exchange(query: Buffer, ticket: Ticket): Promise<DnsResponse>;
+  close(fail: UpstreamError | null): void;
 }
 
 export class Upstream {
@@ -40,6 +52,9 @@ export class Upstream {
   private readonly maxConns: number;
   private readonly idleTimeoutMs: number;
   private readonly resolver: Resolver;
+  private readonly port: number;
+  private readonly tls: TlsClientSetup | null;
+  private readonly onConnect: (() => void) | undefined;
   private target: Target | null = null;
   /** Targets left behind by an address change, finishing their last queries. */
   private readonly retired = new Set<Target>();
@@ -49,12 +64,19 @@ export class Upstream {
     this.name = opts.name;
     this.address = parseUpstreamAddr(opts.addr);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.pipeline = (opts.pipeline ?? false) || this.address.pipeline;
+    const encrypted = this.address.protocol === "tls" || this.address.protocol === "https";
+    // DoT pipelines unless told not to (RFC 7858 §3.3); plain TCP only when asked.
+    this.pipeline = this.address.protocol === "tls" ? (opts.pipeline ?? true) : (opts.pipeline ?? false) || this.address.pipeline;
     this.maxConns = opts.maxConns ?? DEFAULT_MAX_CONNS;
     this.idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.tls = encrypted ? tlsClientSetup(this.address.host, opts.ca, opts.insecureSkipVerify ?? false, opts.onHandshake ?? null) : null;
+    this.onConnect = opts.onConnect;
     const family = opts.bootstrapVersion ?? 4;
     const host = this.address.host;
-    if (this.address.hostIsIp) this.resolver = new StaticResolver(host);
+    const dial = opts.dialAddr === undefined ? null : parseDialAddr(opts.dialAddr);
+    this.port = dial?.port ?? this.address.port;
+    if (dial) this.resolver = new StaticResolver(dial.host);
+    else if (this.address.hostIsIp) this.resolver = new StaticResolver(host);
     else if (opts.bootstrap) this.resolver = bootstrapResolver(host, family, parseBootstrap(opts.bootstrap), this.timeoutMs);
     else this.resolver = new CachingResolver(systemLookup(host, family));
   }
@@ -83,30 +105,48 @@ export class Upstream {
 
   private send(ip: string, query: Buffer, ticket: Ticket): Promise<DnsResponse> {
     if (this.closed) return Promise.reject(new UpstreamError("upstream closed"));
-    const t = this.targetFor(ip);
-    if (this.address.protocol === "tcp") return t.tcp.exchange(query, ticket);
-    return t.udp.exchange(query, ticket).then((a) => (a.truncated ? t.tcp.exchange(query, ticket) : a));
+    return this.targetFor(ip).exchange(query, ticket);
   }
 
   private targetFor(ip: string): Target {
     const current = this.target;
     if (current && current.ip === ip) return current;
     if (current) this.retire(current);
-    const family = ip.includes(":") ? 6 : 4;
-    const port = this.address.port;
-    const t: Target = {
-      ip,
-      udp: new UdpTransport(ip, port, family),
-      tcp: new TcpPool({ host: ip, port, family, maxConns: this.maxConns, idleTimeoutMs: this.idleTimeoutMs, pipeline: this.pipeline, connectTimeoutMs: this.timeoutMs }),
-    };
+    const t = this.makeTarget(ip);
     this.target = t;
     return t;
   }
 
+  private makeTarget(ip: string): Target {
+    const family = ip.includes(":") ? 6 : 4;
+    const port = this.port;
+    const a = this.address;
+    const pool = (tls: TlsClientSetup | undefined): TcpPool =>
+      new TcpPool({ host: ip, port, family, maxConns: this.maxConns, idleTimeoutMs: this.idleTimeoutMs, pipeline: this.pipeline, connectTimeoutMs: this.timeoutMs, tls, onConnect: this.onConnect });
+    if (a.protocol === "https") {
+      const authority = a.port === 443 ? hostPort(a.host, 443).replace(/:443$/, "") : hostPort(a.host, a.port);
+      const doh = new DohTransport({ ip, port, authority, path: a.path ?? DEFAULT_DOH_PATH, tls: this.tls as TlsClientSetup, idleTimeoutMs: this.idleTimeoutMs, connectTimeoutMs: this.timeoutMs, onConnect: this.onConnect });
+      return { ip, exchange: (q, t) => doh.exchange(q, t), close: (fail) => doh.close(fail) };
+    }
+    if (a.protocol === "tcp" || a.protocol === "tls") {
+      const tcp = pool(this.tls ?? undefined);
+      return { ip, exchange: (q, t) => tcp.exchange(q, t), close: (fail) => tcp.close(fail) };
+    }
+    const udp = new UdpTransport(ip, port, family);
+    const tcp = pool(undefined);
+    return {
+      ip,
+      exchange: (q, t) => udp.exchange(q, t).then((answer) => (answer.truncated ? tcp.exchange(q, t) : answer)),
+      close: (fail) => {
+        udp.close(fail);
+        tcp.close(fail);
+      },
+    };
+  }
+
   /** The address changed: old sockets finish what they carry, then close. */
   private retire(t: Target): void {
-    t.udp.close(null);
-    t.tcp.close(null);
+    t.close(null);
     this.retired.add(t);
     // Nothing on them can outlive one timeout; forget them after that.
     setTimeout(() => this.retired.delete(t), this.timeoutMs + 1000).unref();
@@ -117,11 +157,7 @@ export class Upstream {
     if (this.closed) return;
     this.closed = true;
     const reason = new UpstreamError("upstream closed");
-    for (const t of [this.target, ...this.retired]) {
-      if (!t) continue;
-      t.udp.close(reason);
-      t.tcp.close(reason);
-    }
+    for (const t of [this.target, ...this.retired]) t?.close(reason);
     this.target = null;
     this.retired.clear();
     this.resolver.close();

@@ -1,11 +1,12 @@
 // `forward`: sends the query to one or more upstream DNS servers and passes their answer through.
 
+import { readFile } from "node:fs/promises";
 import { encodeMessage } from "../../dns/message.js";
 import type { DnsResponse } from "../../dns/response.js";
 import type { DnsContext } from "../../engine/context.js";
 import { durationSchema, parseDuration } from "../../engine/duration.js";
 import { Step, type StepResult } from "../../engine/types.js";
-import { parseBootstrap, parseUpstreamAddr } from "../../engine/upstream/address.js";
+import { parseBootstrap, parseDialAddr, parseUpstreamAddr } from "../../engine/upstream/address.js";
 import { UpstreamError, type CancelScope } from "../../engine/upstream/exchange.js";
 import { describeFailure, ForwardError, race, type Entrant } from "../../engine/upstream/racing.js";
 import { Upstream } from "../../engine/upstream/upstream.js";
@@ -21,6 +22,9 @@ interface UpstreamArgs {
   enable_pipeline?: boolean;
   max_conns?: number;
   idle_timeout?: number | string;
+  insecure_skip_verify?: boolean;
+  dial_addr?: string;
+  ca?: string;
 }
 
 interface ForwardArgs {
@@ -53,6 +57,9 @@ const schema = {
           enable_pipeline: { type: "boolean" },
           max_conns: { type: "integer", minimum: 1, maximum: 1024 },
           idle_timeout: durationSchema,
+          insecure_skip_verify: { type: "boolean" },
+          dial_addr: { type: "string", minLength: 1 },
+          ca: { type: "string", minLength: 1 },
         },
       },
     },
@@ -71,7 +78,15 @@ function checkUpstream(u: UpstreamArgs, i: number): ArgProblem[] {
       problems.push({ path: at(field), message: (err as Error).message });
     }
   };
-  attempt("addr", () => parseUpstreamAddr(u.addr));
+  let encrypted = true;
+  attempt("addr", () => {
+    const protocol = parseUpstreamAddr(u.addr).protocol;
+    encrypted = protocol === "tls" || protocol === "https";
+  });
+  for (const field of ["insecure_skip_verify", "ca"] as const) {
+    if (u[field] !== undefined && !encrypted) problems.push({ path: at(field), message: `${field} applies to tls:// and https:// upstreams only` });
+  }
+  if (u.dial_addr !== undefined) attempt("dial_addr", () => parseDialAddr(u.dial_addr as string));
   if (u.bootstrap !== undefined) attempt("bootstrap", () => parseBootstrap(u.bootstrap as string));
   if (u.timeout !== undefined) {
     attempt("timeout", () => {
@@ -93,6 +108,24 @@ function upstreamNames(list: readonly UpstreamArgs[]): string[] {
   });
 }
 
+/** The `ca` file of an upstream, read when the plugin is created. */
+async function readCa(path: string | undefined, i: number, resolvePath: (p: string) => string): Promise<Buffer | undefined> {
+  if (path === undefined) return undefined;
+  let pem: Buffer;
+  try {
+    pem = await readFile(resolvePath(path));
+  } catch (err) {
+    throw new ArgError(`cannot read ca '${path}': ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, ["upstreams", i, "ca"]);
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new ArgError(`ca '${path}' holds no PEM certificate (-----BEGIN CERTIFICATE-----)`, ["upstreams", i, "ca"]);
+  return pem;
+}
+
+interface ConnStats {
+  opened: Cell;
+  resumed: Cell;
+}
+
 interface CallStats {
   query: Cell;
   success: Cell;
@@ -110,6 +143,14 @@ function callStats(metrics: MetricsHub, prefix: string, what: string, labels: Re
     error: c("error_total", `${what}: queries that failed (timeouts included)`),
     timeout: c("timeout_total", `${what}: queries that failed by timing out`),
     duration: metrics.histogram(`${prefix}_query_duration_seconds`, `${what}: time to an answer, seconds`, names, DNS_DURATION_BUCKETS)(labels),
+  };
+}
+
+function connStats(metrics: MetricsHub, labels: Record<string, string>): ConnStats {
+  const names = Object.keys(labels);
+  return {
+    opened: metrics.counter("forward_upstream_connections_total", "Per upstream: connections opened (TCP, TLS, or HTTP/2 sessions for https://)", names)(labels),
+    resumed: metrics.counter("forward_upstream_tls_resumed_total", "Per upstream: TLS handshakes that resumed an earlier session", names)(labels),
   };
 }
 
@@ -153,7 +194,7 @@ export const forward = definePlugin<ForwardArgs, "executor">({
   type: "forward",
   kind: "executor",
   feature: "core",
-  summary: "Forwards the query to upstream DNS servers (UDP, TCP, pipelined TCP) and passes the answer through.",
+  summary: "Forwards the query to upstream DNS servers (UDP, TCP, pipelined TCP, TLS, HTTPS) and passes the answer through.",
   schema,
   quickSetup(param) {
     const addrs: string[] = [];
@@ -171,10 +212,12 @@ export const forward = definePlugin<ForwardArgs, "executor">({
     return { upstreams: addrs.map((addr) => ({ addr })), concurrent: addrs.length > 1 ? QUICK_SETUP_CONCURRENT : 1, short_circuit: shortCircuit };
   },
   check: (args) => args.upstreams.flatMap(checkUpstream),
-  create(args, ctx) {
+  async create(args, ctx) {
     const metrics = ctx.services.metrics;
     const names = upstreamNames(args.upstreams);
+    const cas = await Promise.all(args.upstreams.map((u, i) => readCa(u.ca, i, (p) => ctx.resolvePath(p))));
     const entrants = args.upstreams.map((u, i) => {
+      const conn = connStats(metrics, { plugin_tag: ctx.tag, upstream: names[i] });
       const upstream = new Upstream({
         addr: u.addr,
         name: names[i],
@@ -184,6 +227,13 @@ export const forward = definePlugin<ForwardArgs, "executor">({
         pipeline: u.enable_pipeline,
         maxConns: u.max_conns,
         idleTimeoutMs: u.idle_timeout === undefined ? undefined : parseDuration(u.idle_timeout),
+        insecureSkipVerify: u.insecure_skip_verify,
+        dialAddr: u.dial_addr,
+        ca: cas[i],
+        onConnect: () => conn.opened.value++,
+        onHandshake: (resumed) => {
+          if (resumed) conn.resumed.value++;
+        },
       });
       return new MeteredUpstream(upstream, callStats(metrics, "forward_upstream", "Per upstream", { plugin_tag: ctx.tag, upstream: names[i] }));
     });

@@ -1,12 +1,17 @@
 // Sockets shared across runtimes. A reload's new server that listens on the same protocol and
 // address takes the existing socket instead of closing and rebinding it, so no query is refused.
 // TCP connections and framing live in stream-conns.ts: it splits frames, the server plugin answers them.
+// A TCP listener serves plain DNS or DoT (the TLS setup is the current owner's, so a reload that
+// adds, drops or changes a certificate applies to new connections); HTTP listeners: http-listener.ts.
 
 import dgram from "node:dgram";
 import dns from "node:dns";
 import net from "node:net";
+import tls from "node:tls";
 import type { ListenAddress } from "../../config/listen.js";
 import { MAX_QUERY_BYTES } from "../../dns/query.js";
+import { HttpListener } from "./http-listener.js";
+import { Listener } from "./listener.js";
 import { StreamConnections, type StreamHandler } from "./stream-conns.js";
 
 export type UdpHandler = (msg: Buffer, rinfo: dgram.RemoteInfo) => void;
@@ -14,19 +19,13 @@ export type UdpHandler = (msg: Buffer, rinfo: dgram.RemoteInfo) => void;
 export type TcpHandler = StreamHandler;
 
 const EMPTY = Buffer.alloc(0);
+const DOT_ALPN = ["dot"];
 
 /** Accept failures (EMFILE, ECONNABORTED) concern one connection; the server keeps listening. */
 function ignoreAcceptError(): void {
   /* nothing to undo */
 }
 
-abstract class Listener<H> {
-  handler: H | null = null;
-  readonly owners = new Set<object>();
-  constructor(readonly key: string) {}
-  abstract address(): { address: string; port: number };
-  abstract close(): Promise<void>;
-}
 
 export class UdpListener extends Listener<UdpHandler> {
   constructor(
@@ -56,13 +55,24 @@ export class TcpListener extends Listener<TcpHandler> {
     { maxConns: 256, idleMs: 30_000, frameMs: 5_000, maxFrame: MAX_QUERY_BYTES },
   );
 
+  /** Set by the owner that starts last: new connections speak TLS (DoT) with it; null for plain TCP. */
+  tls: tls.SecureContext | null = null;
+
   constructor(
     key: string,
     readonly server: net.Server,
   ) {
     super(key);
-    server.on("connection", (socket) => this.connections.accept(socket));
+    server.on("connection", (socket: net.Socket) => this.onConnection(socket));
     server.on("error", ignoreAcceptError);
+  }
+
+  private onConnection(socket: net.Socket): void {
+    const context = this.tls;
+    if (context === null) return this.connections.accept(socket);
+    // RFC 7858: ALPN "dot"; a client offering no ALPN at all is served too.
+    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: DOT_ALPN });
+    this.connections.accept(secure, true);
   }
 
   address(): { address: string; port: number } {
@@ -101,15 +111,29 @@ export function literalFamily(s: string): 0 | 4 | 6 {
   return v4 ? 4 : 0;
 }
 
+type AnyListener = UdpListener | TcpListener | HttpListener;
+type PoolProtocol = "udp" | "tcp" | "http";
+
+/** Binds a stream server; rejects with the bind error (EADDRINUSE, EACCES). */
+export function listenOn(server: net.Server, addr: ListenAddress): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ port: addr.port, host: addr.host, ipv6Only: !addr.dualStack && addr.family === 6 }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
 export class ListenerPool {
   /** By configured address (`udp|127.0.0.1:0`) and by bound address (`udp|127.0.0.1:40123`). */
-  private readonly listeners = new Map<string, UdpListener | TcpListener>();
+  private readonly listeners = new Map<string, AnyListener>();
 
-  private find(protocol: "udp" | "tcp", addr: ListenAddress): UdpListener | TcpListener | undefined {
+  private find(protocol: PoolProtocol, addr: ListenAddress): AnyListener | undefined {
     return this.listeners.get(`${protocol}|${addr.key}`);
   }
 
-  private remember(protocol: "udp" | "tcp", addr: ListenAddress, listener: UdpListener | TcpListener): void {
+  private remember(protocol: PoolProtocol, addr: ListenAddress, listener: AnyListener): void {
     this.listeners.set(`${protocol}|${addr.key}`, listener);
     const bound = listener.address();
     const host = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
@@ -149,26 +173,31 @@ export class ListenerPool {
     const existing = this.find("tcp", addr);
     if (existing instanceof TcpListener) return this.claim(existing, owner);
     const server = net.createServer({ pauseOnConnect: false });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ port: addr.port, host: addr.host, ipv6Only: !addr.dualStack && addr.family === 6 }, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    await listenOn(server, addr);
     const listener = new TcpListener(key, server);
     this.remember("tcp", addr, listener);
     return this.claim(listener, owner);
   }
 
-  private claim<L extends UdpListener | TcpListener>(listener: L, owner: object): L {
+  /** An HTTP (DoH) listener: cleartext or TLS as its owner sets it at start. */
+  async http(addr: ListenAddress, owner: object): Promise<HttpListener> {
+    const existing = this.find("http", addr);
+    if (existing instanceof HttpListener) return this.claim(existing, owner);
+    const server = net.createServer({ pauseOnConnect: false });
+    await listenOn(server, addr);
+    const listener = new HttpListener(`http|${addr.key}`, server);
+    this.remember("http", addr, listener);
+    return this.claim(listener, owner);
+  }
+
+  private claim<L extends AnyListener>(listener: L, owner: object): L {
     if (listener.owners.has(owner)) throw new Error(`two servers in one configuration listen on ${listener.key.replace("|", " ")}`);
     listener.owners.add(owner);
     return listener;
   }
 
   /** Gives up `owner`'s claim; the socket closes when nobody holds it any more. */
-  async release(listener: UdpListener | TcpListener, owner: object): Promise<void> {
+  async release(listener: AnyListener, owner: object): Promise<void> {
     listener.owners.delete(owner);
     if (listener.owners.size > 0) return;
     listener.handler = null;
@@ -176,10 +205,13 @@ export class ListenerPool {
     await listener.close();
   }
 
-  /** Connections all TCP listeners may hold at once (for the file-descriptor budget). */
+  /** Connections all TCP and HTTP listeners may hold at once (for the file-descriptor budget). */
   tcpMaxConns(): number {
     let total = 0;
-    for (const l of new Set(this.listeners.values())) if (l instanceof TcpListener) total += l.connections.limits.maxConns;
+    for (const l of new Set(this.listeners.values())) {
+      if (l instanceof TcpListener) total += l.connections.limits.maxConns;
+      else if (l instanceof HttpListener) total += l.limits.maxConns;
+    }
     return total;
   }
 

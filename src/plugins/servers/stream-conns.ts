@@ -1,8 +1,8 @@
-// Bounds for DNS over a stream (TCP now, TLS later): a connection cap that evicts the connection
-// idle longest to admit a new one, an idle timeout counted from the last complete query or answer,
-// a deadline to finish a started frame, at most MAX_INFLIGHT queries per connection, and
-// backpressure on unsent answers. It works on accepted sockets only, never on the server, so a
-// TLS listener can hand its (net.Socket-derived) TLSSockets here unchanged.
+// Bounds for DNS over a stream (TCP and TLS): a connection cap that evicts the connection idle
+// longest to admit a new one, an idle timeout counted from the last complete query or answer,
+// a deadline to finish a started frame (and a TLS handshake), at most MAX_INFLIGHT queries per
+// connection, and backpressure on unsent answers. It works on accepted sockets only, never on the
+// server, so a TLS listener hands its (net.Socket-derived) TLSSockets here unchanged.
 
 import type net from "node:net";
 import type { Cell, MetricsHub } from "../../observability/metrics.js";
@@ -290,7 +290,11 @@ export class StreamConnections {
     this.stats = stats;
   }
 
-  accept(socket: net.Socket): void {
+  /**
+   * Takes a new connection. `handshaking`: a TLS socket whose handshake must finish within
+   * frameMs, like a frame (a handshake in progress is idle, so it is the first to be evicted).
+   */
+  accept(socket: net.Socket, handshaking = false): void {
     if (this.count >= this.limits.maxConns) {
       const victim = this.idlest();
       if (!victim) {
@@ -301,8 +305,16 @@ export class StreamConnections {
       this.stats.evicted.value++;
       victim.close(null);
     }
-    const conn = new Conn(this, socket, Date.now());
+    const now = Date.now();
+    const conn = new Conn(this, socket, now);
     this.link(conn);
+    if (handshaking) {
+      conn.frameStarted = now;
+      socket.once("secure", () => {
+        conn.frameStarted = -1;
+        this.touch(conn, Date.now());
+      });
+    }
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => conn.onData(chunk));
     socket.on("drain", () => conn.onDrain());

@@ -1,6 +1,7 @@
 // `tcp_server`: DNS over TCP with 2-byte length framing; several queries per connection are
-// answered as each completes. Connection limits (max_conns, idle_timeout, frame_timeout,
-// backpressure) are applied by the listener's StreamConnections.
+// answered as each completes. With `cert` and `key` it serves DNS over TLS (RFC 7858, ALPN `dot`,
+// protocol label `dot`). Connection limits (max_conns, idle_timeout, frame_timeout — which also
+// bounds a TLS handshake — backpressure) are applied by the listener's StreamConnections.
 
 import { parseListen } from "../../config/listen.js";
 import { MAX_QUERY_BYTES } from "../../dns/query.js";
@@ -12,8 +13,9 @@ import { openFileLimit } from "./fd-limit.js";
 import type { TcpHandler } from "./listeners.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 import { streamStats } from "./stream-conns.js";
+import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
 
-interface TcpServerArgs extends ServerArgs {
+interface TcpServerArgs extends ServerArgs, TlsArgs {
   idle_timeout: number | string;
   frame_timeout: number | string;
   max_conns: number;
@@ -36,20 +38,21 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
   type: "tcp_server",
   kind: "server",
   feature: "core",
-  summary: "Answers DNS over TCP on a listen address.",
+  summary: "Answers DNS over TCP on a listen address, or DNS over TLS with cert and key.",
   schema: {
     type: "object",
     additionalProperties: false,
     required: ["entry", "listen"],
     properties: {
       ...serverArgProperties,
+      ...tlsArgProperties,
       idle_timeout: { ...durationSchema, default: "30s" },
       frame_timeout: { ...durationSchema, default: "5s" },
       max_conns: { type: "integer", minimum: 1, default: 256 },
     },
   },
   check(args) {
-    const problems = checkServerArgs(args);
+    const problems = [...checkServerArgs(args), ...checkTlsArgs(args)];
     positiveDuration(args, "idle_timeout", problems);
     positiveDuration(args, "frame_timeout", problems);
     return problems;
@@ -57,7 +60,9 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
   dependencies: serverDependencies,
   async create(args, ctx) {
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
-    const handler = new QueryHandler(entry, "tcp", serverStats(ctx.services.metrics, ctx.tag, "tcp"), ctx.log, 0xffff);
+    const secure = await loadSecureContext(args, (p) => ctx.resolvePath(p));
+    const protocol = secure ? "dot" : "tcp";
+    const handler = new QueryHandler(entry, protocol, serverStats(ctx.services.metrics, ctx.tag, protocol), ctx.log, 0xffff);
     const stats = streamStats(ctx.services.metrics, ctx.tag);
     const listener = await ctx.services.listeners.tcp(parseListen(args.listen), ctx.owner);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), frameMs: parseDuration(args.frame_timeout), maxFrame: MAX_QUERY_BYTES };
@@ -68,13 +73,14 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
       else reply(answer);
     };
     return {
-      address: () => ({ protocol: "tcp", ...listener.address() }),
+      address: () => ({ protocol, ...listener.address() }),
       start() {
         listener.connections.configure(limits);
         listener.connections.useStats(stats);
+        listener.tls = secure;
         listener.handler = onQuery;
         const a = listener.address();
-        ctx.log.info({ protocol: "tcp", address: a.address, port: a.port, max_conns: limits.maxConns }, "tcp server listening");
+        ctx.log.info({ protocol, address: a.address, port: a.port, max_conns: limits.maxConns }, `${protocol} server listening`);
         const fds = openFileLimit();
         const budget = ctx.services.listeners.tcpMaxConns();
         if (fds !== null && budget > fds - FD_RESERVE) {

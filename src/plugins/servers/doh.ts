@@ -1,0 +1,159 @@
+// DNS over HTTPS (RFC 8484) requests: GET `?dns=<base64url>` and POST `application/dns-message`,
+// each path to its own QueryHandler. The answer keeps the query's ID (RFC 8484 clients send 0,
+// dig checks it) and carries `cache-control: max-age=<smallest TTL>`. Bad input gets its status:
+// unknown path 404, bad `dns` 400, body over 65 535 bytes 413, wrong content type 415, other
+// methods 405.
+
+import { isIPv4, isIPv6 } from "node:net";
+import { freshnessTtl } from "../../dns/view.js";
+import { isPromise } from "../../engine/types.js";
+import { sendError, type DohExchange } from "./doh-exchange.js";
+import type { Answer, QueryHandler } from "./handle.js";
+
+/** Largest POST body (RFC 8484: a DNS message is at most 65 535 bytes). */
+export const MAX_DOH_BODY = 65_535;
+const DNS_MESSAGE = "application/dns-message";
+
+/** base64url characters (no padding). */
+function isB64url(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x5f;
+}
+
+/**
+ * Decodes a `dns` parameter, or null when it is not base64url: checked first, because
+ * Buffer.from(s, "base64url") silently skips characters it does not know. Correct padding is
+ * tolerated although RFC 8484 clients send none.
+ */
+export function decodeDnsParam(s: string): Buffer | null {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 0x3d) end--;
+  const pad = s.length - end;
+  if (end === 0 || end % 4 === 1 || pad > 2 || (pad > 0 && s.length % 4 !== 0)) return null;
+  if (Math.floor((end * 3) / 4) > MAX_DOH_BODY) return null;
+  for (let i = 0; i < end; i++) if (!isB64url(s.charCodeAt(i))) return null;
+  return Buffer.from(pad > 0 ? s.slice(0, end) : s, "base64url");
+}
+
+/** The `dns` parameter of a query string, or null. */
+function dnsParam(query: string): string | null {
+  let from = 0;
+  while (from <= query.length) {
+    let to = query.indexOf("&", from);
+    if (to < 0) to = query.length;
+    if (query.startsWith("dns=", from)) return query.slice(from + 4, to);
+    from = to + 1;
+  }
+  return null;
+}
+
+export interface ClientAddress {
+  ip: string;
+  port: number | null;
+}
+
+/**
+ * The client named by a forwarding header (`X-Forwarded-For`, `X-Real-IP`, ...): its first entry,
+ * as `ip`, `ip:port`, `[v6]` or `[v6]:port`; null when it is none of those.
+ */
+export function parseClientHeader(value: string): ClientAddress | null {
+  const comma = value.indexOf(",");
+  const first = (comma < 0 ? value : value.slice(0, comma)).trim();
+  const port = (text: string): number | null => (/^\d{1,5}$/.test(text) && Number(text) <= 65535 ? Number(text) : null);
+  if (first.startsWith("[")) {
+    const close = first.indexOf("]");
+    const ip = first.slice(1, close);
+    if (close < 0 || !isIPv6(ip)) return null;
+    const rest = first.slice(close + 1);
+    if (rest === "") return { ip, port: null };
+    const p = rest.startsWith(":") ? port(rest.slice(1)) : null;
+    return p === null ? null : { ip, port: p };
+  }
+  if (isIPv4(first) || isIPv6(first)) return { ip: first, port: null };
+  const colon = first.lastIndexOf(":");
+  if (colon < 0) return null;
+  const ip = first.slice(0, colon);
+  const p = port(first.slice(colon + 1));
+  return p !== null && isIPv4(ip) ? { ip, port: p } : null;
+}
+
+function mediaType(value: string | undefined): string {
+  if (value === undefined) return "";
+  const semi = value.indexOf(";");
+  return (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
+}
+
+function sendAnswer(ex: DohExchange, wire: Answer): void {
+  if (wire === null) return sendError(ex, "bad_dns_query", "not a DNS query (shorter than a header, or a response)");
+  const ttl = freshnessTtl(wire);
+  ex.respond(200, { "content-type": DNS_MESSAGE, "content-length": wire.length, "cache-control": `max-age=${ttl < 0 ? 0 : ttl}` }, wire);
+}
+
+export class DohService {
+  /** `srcIpHeader`: lower-case header naming the client (a trusted reverse proxy sets it), or null. */
+  constructor(
+    private readonly routes: ReadonlyMap<string, QueryHandler>,
+    private readonly srcIpHeader: string | null,
+  ) {}
+
+  /** Answers one request; never throws. */
+  readonly serve = (ex: DohExchange): void => {
+    const url = ex.url;
+    const q = url.indexOf("?");
+    const handler = this.routes.get(q < 0 ? url : url.slice(0, q));
+    if (!handler) return sendError(ex, "not_found", `no DoH endpoint at ${q < 0 ? url : url.slice(0, q)}`);
+    const method = ex.method;
+    if (method === "GET") {
+      const param = q < 0 ? null : dnsParam(url.slice(q + 1));
+      if (param === null) return sendError(ex, "bad_dns_query", "GET needs a dns parameter (RFC 8484: ?dns=<base64url DNS message>)");
+      const raw = decodeDnsParam(param);
+      if (raw === null) return sendError(ex, "bad_dns_query", "the dns parameter is not base64url (A-Z a-z 0-9 - _, no padding)");
+      return this.answer(ex, handler, raw);
+    }
+    if (method === "POST") return this.post(ex, handler);
+    sendError(ex, "method_not_allowed", `${method} is not a DoH method (GET or POST)`);
+  };
+
+  private post(ex: DohExchange, handler: QueryHandler): void {
+    const type = mediaType(ex.header("content-type"));
+    if (type !== DNS_MESSAGE) return sendError(ex, "unsupported_media_type", `POST needs content-type ${DNS_MESSAGE}, not '${type}'`, true);
+    const declared = ex.header("content-length");
+    if (declared !== undefined && Number(declared) > MAX_DOH_BODY) return sendError(ex, "body_too_large", `a DNS message is at most ${MAX_DOH_BODY} bytes`, true);
+    const body = ex.body;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= MAX_DOH_BODY) return void chunks.push(chunk);
+      refused = true;
+      body.off("data", onData);
+      body.pause();
+      sendError(ex, "body_too_large", `a DNS message is at most ${MAX_DOH_BODY} bytes`, true);
+    };
+    body.on("data", onData);
+    body.once("end", () => {
+      if (refused) return;
+      if (size === 0) return sendError(ex, "bad_dns_query", "the POST body is empty");
+      this.answer(ex, handler, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    });
+    body.on("error", () => {
+      refused = true;
+    });
+  }
+
+  private answer(ex: DohExchange, handler: QueryHandler, raw: Buffer): void {
+    let ip = ex.remoteAddress;
+    let port = ex.remotePort;
+    if (this.srcIpHeader !== null) {
+      const value = ex.header(this.srcIpHeader);
+      const client = value === undefined ? null : parseClientHeader(value);
+      if (client !== null) {
+        ip = client.ip;
+        if (client.port !== null) port = client.port;
+      }
+    }
+    const answer = handler.handle(raw, ip, port);
+    if (isPromise(answer)) void answer.then((a) => sendAnswer(ex, a));
+    else sendAnswer(ex, answer);
+  }
+}

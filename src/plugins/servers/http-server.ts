@@ -1,0 +1,120 @@
+// `http_server`: DNS over HTTPS (RFC 8484). Each `entries[].path` goes to its own executor. With
+// `cert` and `key`: HTTP/2 (ALPN h2) and HTTP/1.1 over TLS; without: cleartext HTTP/1.1 and h2c
+// with prior knowledge on the same port, for a reverse proxy in front. Its own listener, owned by
+// the plugin (not a route of the management API: different auth, lifecycle and hooks).
+
+import { listenProblem, parseListen } from "../../config/listen.js";
+import { durationSchema, parseDuration } from "../../engine/duration.js";
+import { definePlugin, type ArgProblem, type DependencySpec } from "../../registry/types.js";
+import { DohService } from "./doh.js";
+import { openFileLimit } from "./fd-limit.js";
+import { QueryHandler, serverStats } from "./handle.js";
+import { httpStats } from "./http-listener.js";
+import { DRAIN_TIMEOUT_MS } from "./server-common.js";
+import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
+
+interface HttpServerArgs extends TlsArgs {
+  listen: string;
+  entries: { path: string; exec: string }[];
+  src_ip_header?: string;
+  idle_timeout: number | string;
+  request_timeout: number | string;
+  max_conns: number;
+}
+
+/** File descriptors left for everything but DNS connections (API, upstreams, files). */
+const FD_RESERVE = 256;
+
+function positiveDuration(args: HttpServerArgs, key: "idle_timeout" | "request_timeout", problems: ArgProblem[]): void {
+  try {
+    if (parseDuration(args[key]) <= 0) problems.push({ path: [key], message: `${key} must be positive` });
+  } catch (err) {
+    problems.push({ path: [key], message: (err as Error).message });
+  }
+}
+
+function checkArgs(args: HttpServerArgs): ArgProblem[] {
+  const problems: ArgProblem[] = [...checkTlsArgs(args)];
+  const listen = listenProblem(args.listen);
+  if (listen) problems.push({ path: ["listen"], message: listen });
+  const seen = new Set<string>();
+  args.entries.forEach((e, i) => {
+    if (!/^\/[\x21-\x7e]*$/.test(e.path) || e.path.includes("?") || e.path.includes("#")) {
+      problems.push({ path: ["entries", i, "path"], message: `path '${e.path}' must start with / and hold no spaces, ? or #` });
+    } else if (seen.has(e.path)) {
+      problems.push({ path: ["entries", i, "path"], message: `path '${e.path}' is listed twice` });
+    }
+    seen.add(e.path);
+  });
+  if (args.src_ip_header !== undefined && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(args.src_ip_header)) {
+    problems.push({ path: ["src_ip_header"], message: `'${args.src_ip_header}' is not an HTTP header name` });
+  }
+  positiveDuration(args, "idle_timeout", problems);
+  positiveDuration(args, "request_timeout", problems);
+  return problems;
+}
+
+export const httpServer = definePlugin<HttpServerArgs, "server">({
+  type: "http_server",
+  kind: "server",
+  feature: "core",
+  summary: "Answers DNS over HTTPS (RFC 8484, GET and POST; HTTP/2 and HTTP/1.1; TLS or cleartext behind a proxy).",
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["entries", "listen"],
+    properties: {
+      listen: { type: "string", minLength: 1 },
+      entries: {
+        type: "array",
+        minItems: 1,
+        items: {
+          type: "object",
+          additionalProperties: false,
+          required: ["path", "exec"],
+          properties: { path: { type: "string", minLength: 1 }, exec: { type: "string", minLength: 1 } },
+        },
+      },
+      ...tlsArgProperties,
+      src_ip_header: { type: "string", minLength: 1 },
+      idle_timeout: { ...durationSchema, default: "30s" },
+      request_timeout: { ...durationSchema, default: "5s" },
+      max_conns: { type: "integer", minimum: 1, default: 256 },
+    },
+  },
+  check: checkArgs,
+  dependencies: (args): DependencySpec[] => args.entries.map((e, i) => ({ argsPath: ["entries", i, "exec"], target: e.exec.replace(/^\$/, ""), kind: "executor" })),
+  async create(args, ctx) {
+    const stats = serverStats(ctx.services.metrics, ctx.tag, "doh");
+    const routes = new Map<string, QueryHandler>();
+    for (const e of args.entries) routes.set(e.path, new QueryHandler(ctx.executor(e.exec.replace(/^\$/, "")), "doh", stats, ctx.log, 0xffff));
+    const secure = await loadSecureContext(args, (p) => ctx.resolvePath(p));
+    const service = new DohService(routes, args.src_ip_header?.toLowerCase() ?? null);
+    const connStats = httpStats(ctx.services.metrics, ctx.tag);
+    const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), requestMs: parseDuration(args.request_timeout) };
+    const listener = await ctx.services.listeners.http(parseListen(args.listen), ctx.owner);
+    const scheme = secure ? "https" : "http";
+    return {
+      address: () => ({ protocol: "doh", ...listener.address() }),
+      start() {
+        listener.configure(limits);
+        listener.useStats(connStats);
+        listener.tls = secure;
+        listener.handler = service.serve;
+        const a = listener.address();
+        ctx.log.info({ protocol: "doh", scheme, address: a.address, port: a.port, paths: [...routes.keys()], max_conns: limits.maxConns }, "doh server listening");
+        const fds = openFileLimit();
+        const budget = ctx.services.listeners.tcpMaxConns();
+        if (fds !== null && budget > fds - FD_RESERVE) {
+          ctx.log.warn({ max_conns_total: budget, open_file_limit: fds }, `TCP and HTTP listeners may hold ${budget} connections, leaving fewer than ${FD_RESERVE} of ${fds} file descriptors for the API and upstreams: lower max_conns or raise the limit (ulimit -n)`);
+        }
+        return Promise.resolve();
+      },
+      async destroy() {
+        if (listener.handler === service.serve) listener.handler = null;
+        await Promise.all([...routes.values()].map((h) => h.drain(DRAIN_TIMEOUT_MS)));
+        await ctx.services.listeners.release(listener, ctx.owner);
+      },
+    };
+  },
+});
