@@ -127,13 +127,19 @@ test("5 000 hostile packets cost about what 5 000 normal queries do (child CPU t
   };
   const normalPacket = withOptions(0);
   await measure(copies(normalPacket, 1000)); // warm-up: JIT and buffers
-  const base = await measure(copies(normalPacket, N));
-  const huge = await measure(copies(withOptions(16_000), N));
   const qr = Buffer.from(withOptions(16_000));
   qr[2] |= 0x80;
-  const dropped = await measure(copies(qr, N));
   // Within 4096 bytes, as many options as fit: scanning must stop at the 33rd.
-  const many = await measure(copies(withOptions(1000), N));
+  const kinds = { base: copies(normalPacket, N), huge: copies(withOptions(16_000), N), dropped: copies(qr, N), many: copies(withOptions(1000), N) };
+  // Three interleaved rounds; the cheapest counts, since other work on the machine only ever adds CPU time.
+  const best: Record<keyof typeof kinds, { ms: number; replies: number; wall: number }> = { base: { ms: Infinity, replies: 0, wall: 0 }, huge: { ms: Infinity, replies: 0, wall: 0 }, dropped: { ms: Infinity, replies: 0, wall: 0 }, many: { ms: Infinity, replies: 0, wall: 0 } };
+  for (let round = 0; round < 3; round++) {
+    for (const kind of Object.keys(kinds) as (keyof typeof kinds)[]) {
+      const m = await measure(kinds[kind]);
+      if (m.ms < best[kind].ms) best[kind] = m;
+    }
+  }
+  const { base, huge, dropped, many } = best;
   const ratio = (x: number): string => (x / Math.max(base.ms, 10)).toFixed(2);
   console.log(
     `child CPU for ${N} UDP packets: normal queries ${base.ms} ms; 1 000 options in 4 KB ${many.ms} ms (×${ratio(many.ms)}); ` +
