@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   invalid_ip: 400,
   invalid_cache_entry_id: 400,
   invalid_cache_dump: 400,
+  invalid_record_id: 400,
   unauthorized: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
@@ -33,6 +34,7 @@ export const ERROR_STATUS = {
   plugin_route_not_found: 404,
   provider_not_found: 404,
   cache_entry_not_found: 404,
+  record_not_found: 404,
   not_acceptable: 406,
   // Refused by a guard, or in conflict with the current state.
   config_conflict: 409,
@@ -41,6 +43,7 @@ export const ERROR_STATUS = {
   config_save_busy: 409,
   provider_reload_busy: 409,
   cache_busy: 409,
+  query_recorder_busy: 409,
   operation_not_allowed: 409,
   body_too_large: 413,
   // The server could not do it.
@@ -52,6 +55,7 @@ export const ERROR_STATUS = {
   config_save_unavailable: 503,
   config_validation_busy: 503,
   plugin_unavailable: 503,
+  query_recorder_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

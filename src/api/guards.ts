@@ -21,6 +21,9 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   providerIdle: { code: "provider_reload_busy", message: "this provider is already reloading; the request was not queued" },
   // cache:<tag> (machines/cache.machine.ts)
   cacheIdle: { code: "cache_busy", message: "another operation on this cache is running; retry once it has finished" },
+  // recorder:<tag> (machines/recorder.machine.ts)
+  noClearRunning: { code: "query_recorder_busy", message: "the records are already being deleted; retry once that has finished" },
+  writerUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
 };
 
 /** A refused event with no named guard: the actor has no transition for it in its state. */

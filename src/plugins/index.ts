@@ -20,6 +20,7 @@ import { debugPrint } from "./executors/debug-print.js";
 import { fallback } from "./executors/fallback.js";
 import { metricsCollector } from "./executors/metrics-collector.js";
 import { querySummary } from "./executors/query-summary.js";
+import { queryRecorder } from "./executors/query-recorder/index.js";
 import { reloadProvider } from "./executors/reload-provider.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
 import { anyMatch } from "./matchers/any-match.js";
@@ -76,6 +77,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   reverseLookup,
   metricsCollector,
   querySummary,
+  queryRecorder,
   debugPrint,
   reloadProvider,
   // matchers
