@@ -16,6 +16,12 @@ export function acceptsEventStream(accept: string | undefined): boolean {
   });
 }
 
+/**
+ * Frames a plugin stream's client may hold while its socket is backpressured: a few of the largest
+ * batches a source sends at once (the recorder sends at most 2 048 records per commit).
+ */
+export const PLUGIN_STREAM_QUEUE = 8192;
+
 /** Frames sent to many clients are joined into write-sized chunks once, whichever client writes them first. */
 const batches = new WeakMap<readonly string[], FrameBatch>();
 
@@ -36,7 +42,7 @@ export function startPluginStream(reply: FastifyReply, open: OpenStream, onRelea
   reply.sse.keepAlive();
   reply.sse.sendHeaders();
   // A drained socket writes what the client holds; nothing else schedules it.
-  const conn: LogStreamConnection = new LogStreamConnection(reply.raw, "trace", () => conn.send(null));
+  const conn: LogStreamConnection = new LogStreamConnection(reply.raw, "trace", () => conn.send(null), PLUGIN_STREAM_QUEUE);
   conn.heartbeat();
   const timer = setInterval(() => conn.heartbeat(), HEARTBEAT_MS);
   timer.unref();

@@ -11,8 +11,9 @@ import { recordFrame } from "./json.js";
 import { WRITER_NICE, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
 import { RecorderStore } from "./store.js";
 
-/** Most records written in one transaction when batches pile up. */
+/** Most records written in one transaction when batches pile up (fewer while streaming: each commit is one message of frames). */
 const MAX_COALESCED = 16_384;
+const MAX_COALESCED_LIVE = 2048;
 /** The database size is measured at most this often. */
 const SIZE_EVERY_MS = 1000;
 /** Errors after which the connection cannot be trusted: the thread ends and the recorder's actor starts a new one. */
@@ -104,7 +105,8 @@ function drain(): void {
     if (m.t === "batch") {
       const batches: Extract<WriterRequest, { t: "batch" }>[] = [];
       let n = 0;
-      while (queue.length > 0 && queue[0].t === "batch" && (n === 0 || n + queue[0].count <= MAX_COALESCED)) {
+      const max = live ? MAX_COALESCED_LIVE : MAX_COALESCED;
+      while (queue.length > 0 && queue[0].t === "batch" && (n === 0 || n + queue[0].count <= max)) {
         const b = queue.shift() as Extract<WriterRequest, { t: "batch" }>;
         n += b.count;
         batches.push(b);
