@@ -89,7 +89,7 @@ export const recorderMachine = setup({
   states: {
     running: {
       entry: "writerStarting",
-      invoke: { src: "writer", input: ({ context }) => ({ tag: context.tag }) },
+      invoke: { id: "writer", src: "writer", input: ({ context }) => ({ tag: context.tag }) },
       initial: "opening",
       on: {
         "RECORDS.CLEAR": { guard: and(["writerUp", "noClearRunning"]), target: ".clearing", actions: "start" },
@@ -102,10 +102,10 @@ export const recorderMachine = setup({
         opening: { on: { "WRITER.READY": { target: "cleaning", actions: "writerUp" } } },
         idle: { after: { cleanupInterval: "cleaning" } },
         cleaning: {
-          invoke: { src: "cleanup", onDone: { target: "idle", actions: "recordCleanup" }, onError: { target: "idle", actions: "recordCleanupError" } },
+          invoke: { id: "cleanup", src: "cleanup", onDone: { target: "idle", actions: "recordCleanup" }, onError: { target: "idle", actions: "recordCleanupError" } },
         },
         clearing: {
-          invoke: { src: "clear", onDone: { target: "idle", actions: ["answerDone", "forgetRequest"] }, onError: { target: "idle", actions: ["answerFailed", "forgetRequest"] } },
+          invoke: { id: "clear", src: "clear", onDone: { target: "idle", actions: ["answerDone", "forgetRequest"] }, onError: { target: "idle", actions: ["answerFailed", "forgetRequest"] } },
         },
       },
     },
