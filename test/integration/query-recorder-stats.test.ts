@@ -33,7 +33,7 @@ plugins:
   - { tag: is_failing, type: qname, args: ["domain:fail.test"] }
   - { tag: is_bulk, type: qname, args: ["domain:bulk.test"] }
   - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
-  - { tag: bulk, type: query_recorder, args: { path: bulk.db, flush_interval_ms: 50 } }
+  - { tag: bulk, type: query_recorder, args: { path: bulk.db, flush_interval_ms: 50, queue_size: 100000 } }
   - { tag: dead, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${dead}", timeout: 1 }] } }
   - tag: main
     type: sequence

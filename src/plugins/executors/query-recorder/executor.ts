@@ -56,7 +56,9 @@ export class QueryRecorder implements ExecutorPlugin {
   /** Records captured (or reserved by a query in flight) and not yet committed or lost. */
   private queued = 0;
   /** Batches waiting for a writer (none is running). */
-  private held: { data: ArrayBuffer; count: number }[] = [];
+  private held: { data: ArrayBuffer; count: number; ips: string[] }[] = [];
+  /** Unix ms minus monotonic ms, refreshed with each batch: a query's arrival time needs no clock read of its own. */
+  private clockOffset = Date.now() - performance.now();
   private writer: WriterLink | null = null;
   /** Interned tags the current writer has been sent. */
   private stringsSent = 0;
@@ -98,32 +100,32 @@ export class QueryRecorder implements ExecutorPlugin {
     const from = outer === null ? 0 : outer.length;
     if (outer === null) ctx.path = [];
     const query = ctx.queryWire ?? encodeMessage(ctx.query);
-    const createdAt = Date.now();
-    const started = performance.now();
     let res: StepResult;
     try {
       res = runNext(ctx, next);
     } catch (err) {
-      this.capture(ctx, query, createdAt, started, from, outer, err);
+      this.capture(ctx, query, from, outer, err);
       throw err;
     }
     if (isPromise(res)) {
       return res.then(
         (step) => {
-          this.capture(ctx, query, createdAt, started, from, outer, NO_ERROR);
+          this.capture(ctx, query, from, outer, NO_ERROR);
           return step;
         },
         (err: unknown) => {
-          this.capture(ctx, query, createdAt, started, from, outer, err);
+          this.capture(ctx, query, from, outer, err);
           throw err;
         },
       );
     }
-    this.capture(ctx, query, createdAt, started, from, outer, NO_ERROR);
+    this.capture(ctx, query, from, outer, NO_ERROR);
     return res;
   }
 
-  private capture(ctx: DnsContext, query: Buffer, createdAt: number, started: number, from: number, outer: DnsContext["path"], err: unknown): void {
+  /** Times are from the query's arrival (the server's clock read), to the end of the rest of the sequence. */
+  private capture(ctx: DnsContext, query: Buffer, from: number, outer: DnsContext["path"], err: unknown): void {
+    const started = ctx.startedAt;
     const elapsedUs = Math.round((performance.now() - started) * 1000);
     let error = err === NO_ERROR ? null : errorText(err);
     let response: Buffer | null = null;
@@ -143,26 +145,28 @@ export class QueryRecorder implements ExecutorPlugin {
       this.metrics.dropped.value++;
       return;
     }
-    this.batch.append(createdAt, elapsedUs, query, response, ctx.clientIp, error, path, from, this.strings);
+    this.batch.append(started + this.clockOffset, elapsedUs, query, response, ctx.clientIp, error, path, from, this.strings);
     if (this.batch.count >= this.options.batchSize) this.flush();
   }
 
   /** Hands the current batch to the writer (or holds it while there is none). */
   flush(): void {
+    this.clockOffset = Date.now() - performance.now();
     const count = this.batch.count;
     if (count === 0) return;
+    const ips = this.batch.ips;
     const data = this.batch.take();
     this.batch = new BatchBuilder(this.batchBytes());
     if (this.writer === null || this.writer.gone) {
-      this.held.push({ data, count });
+      this.held.push({ data, count, ips });
       return;
     }
-    this.send(data, count);
+    this.send(data, count, ips);
   }
 
-  private send(data: ArrayBuffer, count: number): void {
+  private send(data: ArrayBuffer, count: number, ips: string[]): void {
     const list = this.strings.list;
-    const m: WriterRequest = { t: "batch", stringsFrom: this.stringsSent, strings: list.slice(this.stringsSent), data, count };
+    const m: WriterRequest = { t: "batch", stringsFrom: this.stringsSent, strings: list.slice(this.stringsSent), ips, data, count };
     this.stringsSent = list.length;
     (this.writer as WriterLink).post(m, [data]);
     this.metrics.queue.value = this.queued;
@@ -210,7 +214,7 @@ export class QueryRecorder implements ExecutorPlugin {
     this.metrics.dbBytes.value = dbBytes;
     this.writer = link;
     this.stringsSent = 0;
-    for (const b of this.held.splice(0)) this.send(b.data, b.count);
+    for (const b of this.held.splice(0)) this.send(b.data, b.count, b.ips);
     this.streams.writerStarted();
   }
 

@@ -9,8 +9,8 @@ export type { Filter, ReadRequest };
 
 /** To the writer. */
 export type WriterRequest =
-  /** Records of one batch (batch.ts) and the interned tags added since the previous batch. */
-  | { t: "batch"; stringsFrom: number; strings: string[]; data: ArrayBuffer; count: number }
+  /** Records of one batch (batch.ts), the interned tags added since the previous batch, and the batch's client addresses. */
+  | { t: "batch"; stringsFrom: number; strings: string[]; ips: string[]; data: ArrayBuffer; count: number }
   | { t: "clear"; id: number }
   | { t: "cleanup"; id: number; now: number }
   /** Serialise committed records for the stream (only while someone listens). */

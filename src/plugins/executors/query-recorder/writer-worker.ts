@@ -69,7 +69,7 @@ function writeBatches(batches: Extract<WriterRequest, { t: "batch" }>[]): void {
     strings.length = b.stringsFrom;
     strings.push(...b.strings);
     count += b.count;
-    records = records.concat(readBatch(b.data, b.count, strings));
+    records = records.concat(readBatch(b.data, b.count, strings, b.ips));
   }
   let frames: string[] | null = null;
   let lost = 0;
