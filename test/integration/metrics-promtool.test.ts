@@ -51,9 +51,11 @@ plugins:
   - { tag: fwd, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${up.port}", tag: local_up }] } }
   - { tag: fwd2, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${up.port}" }] } }
   - { tag: fb, type: fallback, args: { primary: fwd, secondary: fwd2, threshold: 500 } }
+  - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
   - tag: main
     type: sequence
     args:
+      - exec: $rec
       - exec: metrics_collector all
       - { matches: "!$limiter", exec: reject 5 }
       - exec: $rdns
@@ -94,6 +96,8 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   await ask(udpPort, "dual.example", "AAAA");
   await ask(udpPort, "10.1.168.192.in-addr.arpa", "PTR");
   await udpExchange(udpPort, Buffer.from(buildQuery("x.example").subarray(0, 14)), 500);
+  // The recorder's writer commits within a flush interval; its batch histogram needs one commit.
+  for (let i = 0; i < 100 && !/^query_recorder_records_written_total\{plugin_tag="rec"\} [1-9]/m.test(await (await fetch(`http://127.0.0.1:${apiPort}/api/metrics`)).text()); i++) await new Promise((r) => setTimeout(r, 50));
 
   const res = await fetch(`http://127.0.0.1:${apiPort}/api/metrics`);
   expect(res.status).toBe(200);
@@ -122,6 +126,12 @@ test("a scrape after traffic through every metered plugin passes `promtool check
     "reload_provider_reload_total",
     "ratelimit_allowed_total",
     "fallback_primary_total",
+    "query_recorder_records_written_total",
+    "query_recorder_dropped_total",
+    "query_recorder_batch_duration_seconds",
+    "query_recorder_records",
+    "query_recorder_database_bytes",
+    "query_recorder_queue_records",
     "process_cpu_seconds_total",
     "nodejs_active_handles",
   ]) {
@@ -129,5 +139,6 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   }
   expect(text).toMatch(/^server_request_duration_seconds_count\{plugin_tag="udp",protocol="udp"\} [1-9]/m);
   expect(text).toMatch(/^forward_query_duration_seconds_count\{plugin_tag="fwd"\} [1-9]/m);
+  expect(text).toMatch(/^query_recorder_batch_duration_seconds_count\{plugin_tag="rec"\} [1-9]/m);
 
 });
