@@ -4,17 +4,18 @@
 // targets (PASS/MISS), and writes bench/results/<timestamp>.json and latest.json. See bench/README.md.
 //   node bench/run.mjs [--quick] [--only local,cache-hot,...] [--record]
 import { execFileSync } from "node:child_process";
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, mkdir, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { dnsperf } from "./lib/dnsperf.mjs";
+import { dnsperf, latencySummary } from "./lib/dnsperf.mjs";
 import { dohRcodes, load, writeDohUris } from "./lib/h2load.mjs";
 import { measureServers } from "./lib/measure.mjs";
 import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
 import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
 import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
-import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, resultsTable, targetsTable } from "./lib/report.mjs";
+import { generateRecords, recorderMetrics, timeRoute, waitDrained } from "./lib/recorder.mjs";
+import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsTable, resultsTable, targetsTable } from "./lib/report.mjs";
 import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
 
 /** @typedef {import("./lib/report.mjs").ScenarioResult} ScenarioResult */
@@ -36,6 +37,8 @@ const BENCH = join(ROOT, "bench");
  * @property {string[]} [servers]    the servers measured (default: all); the ceiling and dnsmasq speak neither DoT nor DoH
  * @property {string} [provider]     tag of a provider whose build time and memory are measured too
  * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
+ * @property {string} [plain]        a second Sluice measured alongside (config name), for a ratio to Sluice without the scenario's addition
+ * @property {boolean} [recorder]    Sluice runs a query recorder (its API on PORTS.api): dropped records are measured at 20 000 QPS
  */
 
 /** @type {Scenario[]} */
@@ -49,10 +52,22 @@ const SCENARIOS = [
   { name: "adguard", purpose: "`qname $ads` against a 150 000-rule AdGuard DNS filter-shaped list (`adguard_rule`); half the names blocked (NXDOMAIN) by rules of every kind, half answered; unbound and dnsmasq have no equivalent and are not run.", config: "adguard", queries: "adguard", ref: "local", mode: "udp", servers: ["sluice", "ceiling"], expect: { NOERROR: 0.5, NXDOMAIN: 0.5 }, provider: "adguard_rule" },
   { name: "tls", purpose: "cache-hot over DNS over TLS (4 connections, `tcp_server` with cert and key); unbound caching and serving DoT (`tls-port`).", config: "cache-hot-dot", queries: "local", ref: "cache", mode: "dot", servers: ["sluice", "unbound"], expect: { NOERROR: 1 } },
   { name: "doh", purpose: "cache-hot over DNS over HTTPS (HTTP/2, GET, 4 connections, `http_server`); unbound caching and serving DoH (`https-port`).", config: "cache-hot-doh", queries: "local", ref: "cache", mode: "doh", servers: ["sluice", "unbound"], expect: { NOERROR: 1 } },
+  {
+    name: "recorded",
+    purpose: "cache-hot with a `query_recorder` in front (every query written to SQLite), against cache-hot without it (`Sluice, no recorder`) in the same rounds.",
+    config: "recorded",
+    queries: "local",
+    ref: "cache",
+    mode: "udp",
+    servers: ["sluice", "plain", "ceiling"],
+    expect: { NOERROR: 1 },
+    plain: "cache-hot",
+    recorder: true,
+  },
 ];
-const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory"];
+const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats"];
 
-const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304 };
+const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306 };
 const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test" };
 
 // Saturation: 4 sockets, at most 200 queries outstanding, one dnsperf thread pinned to its own core while
@@ -131,10 +146,10 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
 
 /**
  * @param {string} config @param {number} port @param {string} probe
- * @param {{ tmp: string, rules: string, adguardRules: string, cert: { cert: string, key: string } }} ctx
+ * @param {{ tmp: string, rules: string, adguardRules: string, cert: { cert: string, key: string } }} ctx @param {Record<string, string>} [extraEnv]
  */
-function startSluice(config, port, probe, ctx) {
-  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key };
+function startSluice(config, port, probe, ctx, extraEnv = {}) {
+  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), ...extraEnv };
   const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
   return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
 }
@@ -167,6 +182,7 @@ async function runScenario(sc, ctx) {
     /** @type {[string, number, () => Promise<Started>][]} */
     const starters = [
       ["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)],
+      ...(sc.plain ? [/** @type {[string, number, () => Promise<Started>]} */ (["plain", PORTS.plain, () => startSluice(/** @type {string} */ (sc.plain), PORTS.plain, probe, ctx)])] : []),
       ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
       ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
     ];
@@ -216,6 +232,7 @@ async function runScenario(sc, ctx) {
     // The provider's build time (from its "loaded" log line) and Sluice's memory once it has served the load.
     const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     if (loaded) result.provider = loaded;
+    if (sc.recorder && live.sluice) result.recorder = await recorderAt20k(base, PLAN.latRounds);
   } finally {
     for (const p of own) await stop(p);
   }
@@ -232,7 +249,8 @@ async function runScenario(sc, ctx) {
     }
     const p = result.provider;
     log(`  ${sc.provider}: ${p.rules.toLocaleString("en-US")} rules (${p.skipped} skipped) built in ${p.buildMs} ms; Sluice RSS ${p.rssMiB} MiB, ${p.baselineRssMiB} MiB with an empty list`);
-  }  return result;
+  }
+  return result;
 }
 
 /**
@@ -254,6 +272,28 @@ async function providerLoaded(sluice, type) {
     .find((l) => l?.msg === `${type} loaded`);
   if (!line) throw new Error(`Sluice did not log "${type} loaded":\n${sluice.output()}`);
   return { type, rules: Number(line.rules), skipped: Number(line.skipped ?? 0), buildMs: Number(line.ms), rssMiB: Number(((await rssMiB(sluice.pid)) ?? 0).toFixed(1)), baselineRssMiB: 0 };
+}
+
+/**
+ * Records written and dropped while Sluice (with a recorder) answers 20 000 QPS, after the queue of the
+ * saturation rounds has drained: the target is no record dropped.
+ * @param {{ file: string, outFile: string, mode: "udp" | "tcp" | "dot" | "doh", cpus: string | null }} base @param {number} rounds
+ * @returns {Promise<import("./lib/report.mjs").RecorderAt20k>}
+ */
+async function recorderAt20k(base, rounds) {
+  /** @type {import("./lib/report.mjs").RecorderAt20k} */
+  const out = { rounds: [], drained: true };
+  for (let i = 0; i < rounds; i++) {
+    out.drained &&= await waitDrained(PORTS.api, 60_000);
+    const before = await recorderMetrics(PORTS.api);
+    const r = await dnsperf({ ...base, port: PORTS.sluice, seconds: PLAN.latSeconds, ...LATENCY });
+    out.drained &&= await waitDrained(PORTS.api, 60_000);
+    const after = await recorderMetrics(PORTS.api);
+    const round = { sent: r.stats.sent, lost: r.stats.lost, written: after.written - before.written, dropped: after.dropped - before.dropped };
+    out.rounds.push(round);
+    log(`  recorded       records  @20k round ${i + 1}: ${round.sent} queries, ${round.lost} lost, ${round.written} records written, ${round.dropped} dropped`);
+  }
+  return out;
 }
 
 /**
@@ -327,11 +367,82 @@ async function runMemory(ctx) {
   }
 }
 
+const STATS_REPS = 20;
+/** @type {{ route: string, group: "stats" | "page" | "filtered stats", target: boolean }[]} */
+const STATS_ROUTES = [
+  ...["plugins", "top_clients", "top_qnames", "qtype", "rcode", "latency", "timeseries", "timeseries?bucket=hour&buckets=24"].map((r) => ({ route: `stats/${r}`, group: /** @type {const} */ ("stats"), target: true })),
+  { route: "records?limit=100", group: "page", target: true },
+  { route: "records?qname=site7.example&limit=100", group: "page", target: true },
+  { route: "records?status=error&limit=100", group: "page", target: true },
+  { route: "records?rcode=NXDOMAIN&client_ip=192.168.0.1&limit=100", group: "page", target: false },
+  { route: "records?qname=w19999.site&limit=100", group: "page", target: false },
+  ...["top_qnames?client_ip=192.168.0.7", "rcode?qname=site1", "latency?status=has_response", "plugins?matcher_tag=ads", "timeseries?bucket=hour&buckets=24&qtype=AAAA"].map((r) => ({ route: `stats/${r}`, group: /** @type {const} */ ("filtered stats"), target: false })),
+];
+
+/**
+ * The recorder's stats over 1 000 000 records: written through the writer thread, then every stats route and
+ * some filtered pages timed over the API, and DNS at 20 000 QPS with and without stats requests running.
+ * @param {{ tmp: string, rules: string, queries: Record<string, string> }} ctx
+ * @returns {Promise<import("./lib/report.mjs").RecorderStatsResult>}
+ */
+async function runRecorderStats(ctx) {
+  const records = opts.quick ? 200_000 : 1_000_000;
+  const db = join(ctx.tmp, "recorder-stats.db");
+  log(`recorder-stats: ${records.toLocaleString("en-US")} records through the recorder's writer, then the stats routes`);
+  const gen = await generateRecords({ dist: join(ROOT, "dist"), path: db, count: records, spanMs: 86_400_000, log });
+  log(`  recorder-stats: written in ${gen.seconds.toFixed(1)} s (${Math.round(gen.rate).toLocaleString("en-US")} records/s, ${gen.lost} lost)`);
+  const sluice = await startSluice("recorder-stats", PORTS.sluice, PROBE_NAME.local, ctx, { RECORDER_DB: db });
+  try {
+    // Steady state first, as for the scenarios: V8 compiles the DNS path, SQLite warms its caches.
+    await dnsperf({ port: PORTS.sluice, file: ctx.queries.local, outFile: join(ctx.tmp, "dnsperf.out"), mode: "udp", cpus: LOAD_CPUS, seconds: WARM_SECONDS, ...LATENCY });
+    await waitDrained(PORTS.api, 60_000);
+    const base = `http://127.0.0.1:${PORTS.api}/api/plugins/rec/`;
+    /** @type {import("./lib/report.mjs").RouteTiming[]} */
+    const routes = [];
+    for (const r of STATS_ROUTES) {
+      const t = await timeRoute(base + r.route, opts.quick ? 5 : STATS_REPS);
+      routes.push({ ...r, ...t });
+      log(`  recorder-stats ${r.route.padEnd(58)} p50 ${String(t.p50Ms).padStart(7)} ms  p95 ${String(t.p95Ms).padStart(7)} ms  (${t.status})`);
+    }
+    // DNS at 20 000 QPS, rounds alternating between an idle API and stats requests sent back to back.
+    const file = ctx.queries.local;
+    // The stats routes of the target, one after another (the filtered ones are timed above, for information).
+    const busyRoutes = STATS_ROUTES.filter((r) => r.group === "stats").map((r) => base + r.route);
+    /** @type {{ idle: import("./lib/report.mjs").Latency[], busy: import("./lib/report.mjs").Latency[] }} */
+    const lat = { idle: [], busy: [] };
+    let statsRequests = 0;
+    // Three rounds of each kind at least: on a shared machine one round's p99 is mostly its neighbours'.
+    for (let round = 0; round < Math.max(3, PLAN.latRounds) * 2; round++) {
+      const busy = round % 2 === 1;
+      let running = true;
+      const loop = (async () => {
+        for (let i = 0; busy && running; i++) {
+          await fetch(busyRoutes[i % busyRoutes.length]).then((r) => r.text());
+          statsRequests++;
+        }
+      })();
+      const r = await dnsperf({ port: PORTS.sluice, file, outFile: join(ctx.tmp, "dnsperf.out"), mode: "udp", cpus: LOAD_CPUS, seconds: PLAN.latSeconds, verbose: true, ...LATENCY });
+      running = false;
+      await loop;
+      const l = latencySummary(r.latencies, r.stats.lost);
+      (busy ? lat.busy : lat.idle).push({ avgMs: l.avgMs, p99Ms: l.p99Ms, qps: r.stats.qps, lost: r.stats.lost, samples: l.samples });
+      log(`  recorder-stats DNS @20k ${busy ? "with stats" : "idle API  "}: avg ${l.avgMs?.toFixed(3)} ms, p99 ${l.p99Ms === null ? ">1% lost" : `${l.p99Ms.toFixed(3)} ms`}, ${r.stats.lost} lost`);
+    }
+    /** @param {import("./lib/report.mjs").Latency[]} ls */
+    const calmest = (ls) => ls.reduce((/** @type {import("./lib/report.mjs").Latency | null} */ m, l) => (m === null || (l.p99Ms !== null && (m.p99Ms === null || l.p99Ms < m.p99Ms)) ? l : m), null);
+    const dbBytes = (await stat(db)).size;
+    return { records, generateSeconds: gen.seconds, dbBytes, routes, dns: { idle: calmest(lat.idle), busy: calmest(lat.busy), statsRequests } };
+  } finally {
+    await stop(sluice);
+  }
+}
+
 async function main() {
   const began = Date.now();
   const cpuAtStart = cpuReading();
   const selected = SCENARIOS.filter((s) => !opts.only || opts.only.includes(s.name));
   const withMemory = !opts.only || opts.only.includes("memory");
+  const withStats = !opts.only || opts.only.includes("recorder-stats");
   for (const [name, port] of Object.entries(PORTS)) {
     if (!(await portFree(port))) throw new Error(`port ${port} (for ${name}) is in use on 127.0.0.1; stop whatever holds it`);
   }
@@ -340,9 +451,9 @@ async function main() {
   try {
     const data = await prepareData(BENCH, tmp);
     const ctx = { tmp, rules: data.rules, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, cert: data.cert, queries: data.queries, refData: data.refData };
-    log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${opts.quick ? " (quick)" : ""}; ` +
+    log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${withStats ? ", recorder-stats" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
-    const ceiling = await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test");
+    const ceiling = selected.length > 0 ? await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test") : /** @type {Started} */ (/** @type {unknown} */ (null));
     if (selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
       const conf = await unboundConfig({ name: "upstream", port: PORTS.upstream, dir: tmp, mode: "local" });
       await startServer("upstream", tools.unbound, ["-c", conf], PORTS.upstream, PROBE_NAME.local, { cpus: LOAD_CPUS });
@@ -355,7 +466,8 @@ async function main() {
     }
     await stopAll();
     const memory = withMemory ? (log(`memory: ${(MEMORY_NAMES * (opts.quick ? 0.2 : 1)).toLocaleString("en-US")} names through a 100 000-entry cache`), await runMemory(ctx)) : null;
-    await report(results, memory, began, cpuShares(cpuAtStart, cpuReading()));
+    const stats = withStats ? await runRecorderStats(ctx) : null;
+    await report(results, memory, stats, began, cpuShares(cpuAtStart, cpuReading()));
     const failed = results.some((r) => Object.values(r.servers).some((s) => s.error));
     if (failed) process.exitCode = 1;
   } finally {
@@ -366,11 +478,11 @@ async function main() {
 
 /**
  * Prints the tables and writes the JSON (and the README section with --record).
- * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {number} began
- * @param {{ otherProcesses: number, steal: number }} interference
+ * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {import("./lib/report.mjs").RecorderStatsResult | null} stats
+ * @param {number} began @param {{ otherProcesses: number, steal: number }} interference
  */
-async function report(results, memory, began, interference) {
-  const targets = judgeTargets(results, memory);
+async function report(results, memory, stats, began, interference) {
+  const targets = judgeTargets(results, memory, stats);
   const seconds = Math.round((Date.now() - began) / 1000);
   const when = new Date(began).toISOString();
   const flags = {
@@ -388,10 +500,15 @@ async function report(results, memory, began, interference) {
   if (results.length > 0) sections.push(purposes(results), resultsTable(results));
   if (results.some((r) => r.provider)) sections.push(providerLines(results));
   if (memory) sections.push(`Memory (${memory.names.toLocaleString("en-US")} distinct names at ${memory.rate.toLocaleString("en-US")} QPS through \`cache\` size ${memory.cacheSize.toLocaleString("en-US")}):`, memoryTable(memory));
+  if (stats)
+    sections.push(
+      `Query recorder over ${stats.records.toLocaleString("en-US")} records (${(stats.dbBytes / 2 ** 20).toFixed(0)} MiB, written through the writer thread in ${stats.generateSeconds.toFixed(0)} s), ${STATS_REPS} requests per route after 2 that do not count:`,
+      recorderStatsTable(stats),
+    );
   sections.push(targetsTable(targets));
   const text = sections.join("\n\n");
   console.log(`\n${text}\n`);
-  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, targets };
+  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, targets };
   await mkdir(join(BENCH, "results"), { recursive: true });
   const body = JSON.stringify(json, null, 2) + "\n";
   await writeFile(join(BENCH, "results", `${when.replace(/:/g, "-")}.json`), body);

@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   invalid_cache_dump: 400,
   invalid_download_request: 400,
   invalid_upgrade_config: 400,
+  invalid_record_id: 400,
   unauthorized: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
@@ -37,6 +38,7 @@ export const ERROR_STATUS = {
   cache_entry_not_found: 404,
   cron_job_not_found: 404,
   download_index_out_of_range: 404,
+  record_not_found: 404,
   not_acceptable: 406,
   // Refused by a guard, or in conflict with the current state.
   config_conflict: 409,
@@ -47,6 +49,7 @@ export const ERROR_STATUS = {
   cache_busy: 409,
   cron_job_already_running: 409,
   download_busy: 409,
+  query_recorder_busy: 409,
   operation_not_allowed: 409,
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
@@ -63,6 +66,7 @@ export const ERROR_STATUS = {
   config_validation_busy: 503,
   plugin_unavailable: 503,
   cron_unavailable: 503,
+  query_recorder_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -30,6 +30,9 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   queueHasRoom: { code: "cron_unavailable", message: "the manual-trigger queue of this cron plugin is full; retry once a run has finished" },
   // download:<tag> (machines/download.machine.ts)
   downloadIdle: { code: "download_busy", message: "a download batch of this plugin is running; retry once it has finished" },
+  // recorder:<tag> (machines/recorder.machine.ts)
+  noClearRunning: { code: "query_recorder_busy", message: "the records are already being deleted; retry once that has finished" },
+  writerUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
 };
 
 /** A refused event with no named guard: the actor has no transition for it in its state. */

@@ -20,6 +20,7 @@ import { debugPrint } from "./executors/debug-print.js";
 import { fallback } from "./executors/fallback.js";
 import { metricsCollector } from "./executors/metrics-collector.js";
 import { querySummary } from "./executors/query-summary.js";
+import { queryRecorder } from "./executors/query-recorder/index.js";
 import { reloadProvider } from "./executors/reload-provider.js";
 import { reload } from "./executors/reload.js";
 import { cron } from "./executors/cron/index.js";
@@ -84,6 +85,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   reverseLookup,
   metricsCollector,
   querySummary,
+  queryRecorder,
   debugPrint,
   reloadProvider,
   reload,

@@ -35,13 +35,32 @@ export interface RouteRequest {
 
 const replyBrand = Symbol("sluice.route-reply");
 
+/** Where a streaming route writes: complete SSE frames. One array may go to many clients; it is not changed. */
+export interface EventSink {
+  send(frames: readonly string[]): void;
+  /** Ends this client's response (the source went away, e.g. a reload replaced the plugin; clients reconnect). */
+  end(): void;
+}
+
+/**
+ * Starts one client's stream once the response is committed as `text/event-stream`; returns what to
+ * call when the client goes. `lastEventId` is the client's Last-Event-ID header (a reconnect).
+ */
+export type OpenStream = (sink: EventSink, lastEventId: string | null) => () => void;
+
 /** A reply other than JSON (a handler's plain object return is the JSON body). */
 export type RouteReply =
   | { readonly [replyBrand]: true; kind: "text"; body: string }
-  | { readonly [replyBrand]: true; kind: "bytes"; body: Buffer; contentType: string; filename: string };
+  | { readonly [replyBrand]: true; kind: "bytes"; body: Buffer; contentType: string; filename: string }
+  /** A JSON body serialised already (off the event loop, by a worker). */
+  | { readonly [replyBrand]: true; kind: "json"; body: string }
+  /** Server-Sent Events; only from routes declared with `stream: true`. */
+  | { readonly [replyBrand]: true; kind: "sse"; open: OpenStream };
 
 export const textReply = (body: string): RouteReply => ({ [replyBrand]: true, kind: "text", body });
 export const bytesReply = (body: Buffer, contentType: string, filename: string): RouteReply => ({ [replyBrand]: true, kind: "bytes", body, contentType, filename });
+export const jsonReply = (body: string): RouteReply => ({ [replyBrand]: true, kind: "json", body });
+export const sseReply = (open: OpenStream): RouteReply => ({ [replyBrand]: true, kind: "sse", open });
 export const isReply = (v: unknown): v is RouteReply => typeof v === "object" && v !== null && replyBrand in v;
 
 /** An answer's outcome arrives as the concern's `answer` emitted event. */
@@ -88,6 +107,12 @@ export interface PluginRoute<I = never> {
   readonly changesState?: boolean;
   /** Largest body accepted, bytes (default: the API's limit). */
   readonly bodyLimit?: number;
+  /**
+   * A Server-Sent Events route: the handler returns `sseReply(open)`. The API checks Accept (406
+   * not_acceptable), sends the headers, a `: heartbeat` comment at once and every 15 s, and gives
+   * each client a bounded queue (a slow reader skips frames and is told with `event: dropped`).
+   */
+  readonly stream?: boolean;
   handle(req: RouteRequest, plugin: RoutePlugin<I>): RouteReply | object | Promise<RouteReply | object>;
 }
 

@@ -68,9 +68,11 @@ plugins:
   - { tag: fetch, type: download, args: { startup_if_missing: false, downloads: [{ url: "${files.url}/files/list.txt", dir: dl }] } }
   - { tag: reload_all, type: reload }
   - { tag: jobs, type: cron, args: { jobs: [{ name: fetch, schedule: "0 3 * * *", executors: [$fetch, "sleep 1"] }] } }
+  - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
   - tag: main
     type: sequence
     args:
+      - exec: $rec
       - exec: metrics_collector all
       - { matches: "!$limiter", exec: reject 5 }
       - exec: $rdns
@@ -121,6 +123,8 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   await run.waitForLog((l) => l.msg === "cron run finished");
   const doh = await fetch(`http://127.0.0.1:${dohPort}/dns-query?dns=${buildQuery("nas.home.arpa").toString("base64url")}`);
   expect(doh.status).toBe(200);
+  // The recorder's writer commits within a flush interval; its batch histogram needs one commit.
+  for (let i = 0; i < 100 && !/^query_recorder_records_written_total\{plugin_tag="rec"\} [1-9]/m.test(await (await fetch(`http://127.0.0.1:${apiPort}/api/metrics`)).text()); i++) await new Promise((r) => setTimeout(r, 50));
 
   const res = await fetch(`http://127.0.0.1:${apiPort}/api/metrics`);
   expect(res.status).toBe(200);
@@ -165,6 +169,12 @@ test("a scrape after traffic through every metered plugin passes `promtool check
     "server_http_conn_closed_total",
     "forward_upstream_connections_total",
     "forward_upstream_tls_resumed_total",
+    "query_recorder_records_written_total",
+    "query_recorder_dropped_total",
+    "query_recorder_batch_duration_seconds",
+    "query_recorder_records",
+    "query_recorder_database_bytes",
+    "query_recorder_queue_records",
     "process_cpu_seconds_total",
     "nodejs_active_handles",
   ]) {
@@ -180,5 +190,6 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   expect(text).toMatch(/^provider_rules\{plugin_tag="site_cn"\} 1$/m);
   expect(text).toMatch(/^provider_rules\{plugin_tag="ip_us"\} 1$/m);
   expect(text).toMatch(/^provider_reload_total\{plugin_tag="blocklist",result="ok"\} 1$/m);
+  expect(text).toMatch(/^query_recorder_batch_duration_seconds_count\{plugin_tag="rec"\} [1-9]/m);
 
 });

@@ -9,6 +9,7 @@ import { ApiError, errorSchema } from "../errors.js";
 import { BATCH_MS, LogBroadcast } from "../log-broadcast.js";
 import { HEARTBEAT_MS, LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
 import type { RouteContext } from "../server.js";
+import { acceptsEventStream } from "../sse.js";
 
 /** Values `level` accepts (case-insensitive); `warning` is an alias of `warn`. */
 const LEVEL_VALUES = ["trace", "debug", "info", "warn", "warning", "error"] as const;
@@ -94,16 +95,6 @@ function queryError(req: FastifyRequest, problems: FastifySchemaValidationError[
 
 function rejectInvalid(req: FastifyRequest): void {
   if (req.validationError) throw queryError(req, req.validationError.validation as FastifySchemaValidationError[]);
-}
-
-/** SSE unless the client only accepts other types (curl and fetch send `*\/*`). */
-function acceptsEventStream(accept: string | undefined): boolean {
-  if (!accept) return true;
-  return accept.split(",").some((part) => {
-    const [type = "", ...params] = part.trim().toLowerCase().split(";");
-    const refused = params.some((p) => /^\s*q=0(\.0*)?\s*$/.test(p));
-    return !refused && (type.trim() === "text/event-stream" || type.trim() === "text/*" || type.trim() === "*/*");
-  });
 }
 
 export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext): void {

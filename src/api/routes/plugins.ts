@@ -5,6 +5,7 @@
 // GET /api/plugins lists the live plugins with their actor states and routes.
 
 import { Ajv } from "ajv";
+import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AnyActorRef, AnyMachineSnapshot } from "xstate";
 import { ask, ActorGoneError, RefusedError } from "../../../actors/ask.js";
@@ -17,6 +18,7 @@ import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
 import { pluginsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
+import { acceptsEventStream, startPluginStream } from "../sse.js";
 
 type AnyRoute = PluginRoute<unknown>;
 
@@ -110,8 +112,17 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
     return { ok: true, generation: g ?? 0, plugins };
   });
 
+  /** Open event streams of plugin routes, ended when the API closes. */
+  const streams = new Set<() => void>();
+
   // Own scope: bodies arrive as bytes and each route decides how to read them (JSON or raw).
   void api.register(async (scope) => {
+    // Streaming routes take their reply over themselves (manual mode); heartbeats are ours.
+    await scope.register(fastifySSE, { heartbeatInterval: 0 });
+    scope.addHook("onClose", (_instance, done) => {
+      for (const release of [...streams]) release();
+      done();
+    });
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     // Query strings and paths are text and are coerced to their schema types; a JSON body already has types ({"index": "1"} is not an integer).
@@ -127,6 +138,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
         url: routeUrl(":tag", route),
         attachValidation: true,
         config: { changesState: route.changesState === true },
+        ...(route.stream ? { sse: { kind: "manual" as const, heartbeat: false }, exposeHeadRoute: false } : {}),
         ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
         schema: {
           summary: route.summary,
@@ -159,6 +171,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
             view: live.instance,
             concern: concern ? concernHandle(concern, (concern as { systemId?: string }).systemId ?? concern.id) : null,
           };
+          if (route.stream && !acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
           const abort = new AbortController();
           reply.raw.on("close", () => abort.abort());
           let result: unknown;
@@ -168,8 +181,25 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
             throw toApiError(err, host, key);
           }
           if (isReply(result)) {
-            if (result.kind === "text") return reply.type("text/plain; charset=utf-8").send(result.body);
-            return reply.type(result.contentType).header("content-disposition", `attachment; filename="${result.filename}"`).send(result.body);
+            switch (result.kind) {
+              case "text":
+                return reply.type("text/plain; charset=utf-8").send(result.body);
+              case "json":
+                return reply.code(route.status ?? 200).type("application/json; charset=utf-8").send(result.body);
+              case "bytes":
+                return reply.type(result.contentType).header("content-disposition", `attachment; filename="${result.filename}"`).send(result.body);
+              case "sse": {
+                if (!route.stream) throw new ApiError("internal_error", `plugin route ${key} returned a stream but is not declared with stream: true`);
+                // The client may be gone already, in which case the stream is released before this returns.
+                const entry = { release: (): void => undefined, done: false };
+                entry.release = startPluginStream(reply, result.open, () => {
+                  entry.done = true;
+                  streams.delete(entry.release);
+                });
+                if (!entry.done) streams.add(entry.release);
+                return;
+              }
+            }
           }
           return reply.code(route.status ?? 200).send(result);
         },

@@ -1,0 +1,164 @@
+// @ts-check
+// The query recorder's benchmarks: a database of 1 000 000 records written through the recorder's own
+// writer thread (the same batches the DNS thread hands over, not hand-made SQL), the time of every stats
+// route and of filtered pages over it, and DNS latency at 20 000 QPS while stats queries run.
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { sleep } from "./procs.mjs";
+
+/** @param {string} dist @param {string} p */
+const load = (dist, p) => import(pathToFileURL(join(dist, p)).href);
+
+/** A small deterministic generator (the same data every run). @param {number} seed */
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const STATS_NAMES = 20_000;
+export const STATS_CLIENTS = 200;
+
+/**
+ * Writes `count` records spread over the last `spanMs` into a new database at `path`, through the
+ * recorder's writer thread. Returns how long it took.
+ * @param {{ dist: string, path: string, count: number, spanMs: number, log: (m: string) => void }} o
+ */
+export async function generateRecords(o) {
+  const { BatchBuilder, StringTable } = await load(o.dist, "src/plugins/executors/query-recorder/batch.js");
+  const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
+  const { encodeMessage, replyTo } = await load(o.dist, "src/dns/message.js");
+  const { addressRecord } = await load(o.dist, "src/dns/rdata.js");
+  const rand = rng(11);
+  const strings = new StringTable();
+  let committed = 0;
+  let lost = 0;
+  /** @type {() => void} */
+  let wake = () => undefined;
+  const link = new WriterLink(
+    { role: "query-recorder-writer", options: { path: o.path, memoryTail: 1024, maxRecords: 0, retentionMs: 30 * 86_400_000, cacheMb: 16 } },
+    {
+      committed: (/** @type {{ count: number, lost: number }} */ m) => {
+        committed += m.count;
+        lost += m.lost;
+        wake();
+      },
+      records: () => undefined,
+      replay: () => undefined,
+      log: (/** @type {{ msg: string, err: string }} */ m) => o.log(`  writer: ${m.msg}: ${m.err}`),
+      exit: () => undefined,
+    },
+  );
+  await link.ready;
+  const types = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 28, 28, 28, 28, 28, 28, 65, 65, 12, 16];
+  /** @type {Map<string, Buffer>} */
+  const wires = new Map();
+  const wire = (/** @type {string} */ key, /** @type {() => Buffer} */ make) => {
+    let w = wires.get(key);
+    if (!w) {
+      w = make();
+      wires.set(key, w);
+    }
+    return w;
+  };
+  const started = performance.now();
+  const t0 = Date.now() - o.spanMs;
+  const BATCH = 2048;
+  let sent = 0;
+  let stringsSent = 0;
+  let batch = new BatchBuilder(BATCH * 300);
+  for (let i = 0; i < o.count; i++) {
+    const nameIx = Math.floor(STATS_NAMES * rand() ** 3);
+    const name = `w${nameIx}.site${nameIx % 97}.example`;
+    const client = Math.floor(STATS_CLIENTS * rand() ** 2);
+    const ip = client < 190 ? `192.168.${Math.floor(client / 100)}.${client % 100}` : `fd00::${client}`;
+    const qtype = types[Math.floor(rand() * types.length)];
+    const u = rand();
+    const blocked = u < 0.12;
+    const kind = blocked ? "nx" : u < 0.14 ? "servfail" : u < 0.15 ? "error" : u < 0.16 ? "none" : u < 0.2 ? "refused" : "ok";
+    const query = wire(`q|${name}|${qtype}`, () => encodeMessage({ id: 0, flags: 0x0100, questions: [{ name, type: qtype, class: 1 }], answers: [], authorities: [], additionals: [], edns: null }));
+    const q = { id: 0, flags: 0x0100, questions: [{ name, type: qtype, class: 1 }], answers: [], authorities: [], additionals: [], edns: null };
+    /** @type {Buffer | null} */
+    let response = null;
+    if (kind !== "error" && kind !== "none") {
+      response = wire(`r|${name}|${qtype}|${kind}`, () => {
+        const r = replyTo(q, kind === "nx" ? 3 : kind === "servfail" ? 2 : kind === "refused" ? 5 : 0);
+        if (kind === "ok" && qtype === 1) r.answers = [addressRecord(name, new Uint8Array([198, 51, 100, nameIx % 250]), 300)];
+        return encodeMessage(r);
+      });
+    }
+    const cached = !blocked && rand() < 0.6;
+    const elapsedUs = blocked || cached ? 40 + Math.floor(rand() * 400) : Math.floor(1000 * Math.exp(Math.log(20) + 1.2 * (rand() + rand() + rand() - 1.5)));
+    const path = [{ sequenceTag: "main", nodeIndex: 1, kind: "matcher", tag: "ads", outcome: blocked ? "matched" : "not_matched" }];
+    if (blocked) path.push({ sequenceTag: "main", nodeIndex: 1, kind: "builtin", tag: "reject", outcome: "stop" });
+    else {
+      path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: "entered" });
+      if (!cached) path.push({ sequenceTag: "main", nodeIndex: 3, kind: "executor", tag: "forward", outcome: "entered" }, { sequenceTag: "main", nodeIndex: 3, kind: "executor", tag: "forward", outcome: kind === "error" ? "error" : "next" });
+      path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: cached ? "stop" : kind === "error" ? "error" : "next" });
+    }
+    const createdAt = t0 + Math.floor((i / o.count) * o.spanMs);
+    batch.append(createdAt, elapsedUs, query, response, ip, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
+    if (batch.count === BATCH || i === o.count - 1) {
+      const count = batch.count;
+      const ips = batch.ips;
+      const data = batch.take();
+      link.post({ t: "batch", stringsFrom: stringsSent, strings: strings.list.slice(stringsSent), ips, data, count }, [data]);
+      stringsSent = strings.list.length;
+      sent += count;
+      batch = new BatchBuilder(BATCH * 300);
+      // At most 8 batches in flight: the generator must not outrun the writer's memory.
+      while (sent - committed > BATCH * 8) await new Promise((r) => (wake = () => r(undefined)));
+      if (sent % 200_000 < BATCH) o.log(`  recorder-stats: ${sent.toLocaleString("en-US")} records handed to the writer`);
+    }
+  }
+  while (committed < sent) await new Promise((r) => (wake = () => r(undefined)));
+  const seconds = (performance.now() - started) / 1000;
+  await link.close();
+  return { seconds, rate: o.count / seconds, lost };
+}
+
+/** @param {number} apiPort */
+export async function recorderMetrics(apiPort) {
+  const text = await (await fetch(`http://127.0.0.1:${apiPort}/api/metrics`)).text();
+  /** @param {string} name */
+  const v = (name) => Number(new RegExp(`^${name}\\{[^}]*\\} ([0-9.e+-]+)$`, "m").exec(text)?.[1] ?? NaN);
+  return { written: v("query_recorder_records_written_total"), dropped: v("query_recorder_dropped_total"), queue: v("query_recorder_queue_records"), records: v("query_recorder_records") };
+}
+
+/** Waits until the recorder has written everything it was handed. @param {number} apiPort @param {number} timeoutMs */
+export async function waitDrained(apiPort, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if ((await recorderMetrics(apiPort)).queue === 0) return true;
+    await sleep(200);
+  }
+  return false;
+}
+
+/**
+ * Times `reps` sequential GETs of `url` (after two that do not count).
+ * @param {string} url @param {number} reps
+ */
+export async function timeRoute(url, reps) {
+  /** @type {number[]} */
+  const ms = [];
+  let status = 0;
+  let size = 0;
+  for (let i = 0; i < reps + 2; i++) {
+    const t = performance.now();
+    const res = await fetch(url);
+    const body = await res.text();
+    const took = performance.now() - t;
+    status = res.status;
+    size = body.length;
+    if (i >= 2) ms.push(took);
+  }
+  ms.sort((a, b) => a - b);
+  const at = (/** @type {number} */ q) => ms[Math.min(ms.length - 1, Math.ceil(q * ms.length) - 1)];
+  return { p50Ms: Number(at(0.5).toFixed(1)), p95Ms: Number(at(0.95).toFixed(1)), maxMs: Number(ms[ms.length - 1].toFixed(1)), status, bytes: size };
+}

@@ -1,0 +1,310 @@
+// The `query_recorder` executor. On the DNS thread it turns on execution-path recording, runs the
+// rest of the sequence, and appends a compact record to the current batch (batch.ts): no JSON, no
+// SQL, no message per query. A full batch, or the flush timer, hands the batch to the writer
+// thread (transferred, not copied). At most `queue_size` records wait between capture and commit;
+// past that a record is dropped and counted, never waited for. Reads for the API go to reader
+// threads; the `recorder:<tag>` actor owns the writer (control.ts).
+
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { encodeMessage } from "../../../dns/message.js";
+import type { DnsContext } from "../../../engine/context.js";
+import { isPromise, runNext, type Continuation, type StepResult } from "../../../engine/types.js";
+import type { Logger } from "../../../observability/logger.js";
+import type { MetricsHub } from "../../../observability/metrics.js";
+import type { EventSink } from "../../../registry/control.js";
+import type { ExecutorPlugin } from "../../../registry/types.js";
+import { BatchBuilder, StringTable } from "./batch.js";
+import type { ReadRequest } from "./filters.js";
+import { recorderMetrics, type RecorderMetrics } from "./metrics.js";
+import type { WriterRequest } from "./protocol.js";
+import { ReaderPool } from "./readers.js";
+import { RecordStreams } from "./stream.js";
+import { WriterLink } from "./writer-link.js";
+
+export interface RecorderOptions {
+  tag: string;
+  /** Absolute path of the database file. */
+  path: string;
+  queueSize: number;
+  batchSize: number;
+  flushIntervalMs: number;
+  memoryTail: number;
+  retentionMs: number;
+  cleanupIntervalMs: number;
+  /** 0: no cap. */
+  maxRecords: number;
+}
+
+/** SQLite page cache of the writer and of each reader, MiB. */
+const WRITER_CACHE_MB = 16;
+const READER_CACHE_MB = 32;
+
+/** Database files in use, so two recorders never share one (a reload's successor with the same tag may). */
+const openPaths = new Map<string, { tag: string; users: number }>();
+
+const NO_ERROR = Symbol("no error");
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : typeof err === "string" ? err : String(err);
+}
+
+export class QueryRecorder implements ExecutorPlugin {
+  readonly continuation = true;
+  private readonly strings = new StringTable();
+  private batch: BatchBuilder;
+  /** Records captured (or reserved by a query in flight) and not yet committed or lost. */
+  private queued = 0;
+  /** Batches waiting for a writer (none is running). */
+  private held: { data: ArrayBuffer; count: number; ips: string[] }[] = [];
+  /** Unix ms minus monotonic ms, refreshed with each batch: a query's arrival time needs no clock read of its own. */
+  private clockOffset = Date.now() - performance.now();
+  private writer: WriterLink | null = null;
+  /** Interned tags the current writer has been sent. */
+  private stringsSent = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly readers: ReaderPool;
+  readonly streams: RecordStreams;
+  private readonly metrics: RecorderMetrics;
+  private pathClaimed = false;
+  private destroyed = false;
+  /** Told when the writer thread ends (the recorder:<tag> actor, which starts the next one). */
+  private onWriterExit: ((error: Error | null) => void) | null = null;
+  private closing: Promise<void> | null = null;
+
+  constructor(
+    readonly options: RecorderOptions,
+    metrics: MetricsHub,
+    private readonly log: Logger,
+  ) {
+    this.batch = new BatchBuilder(this.batchBytes());
+    this.metrics = recorderMetrics(metrics, options.tag);
+    this.readers = new ReaderPool({ role: "query-recorder-reader", path: options.path, cacheMb: READER_CACHE_MB });
+    this.streams = new RecordStreams((m) => this.writer?.post(m));
+  }
+
+  private batchBytes(): number {
+    return Math.min(1 << 20, Math.max(4096, this.options.batchSize * 256));
+  }
+
+  // ---- DNS thread ------------------------------------------------------------------------------
+
+  execute(ctx: DnsContext, next: Continuation | null): StepResult {
+    if (this.queued >= this.options.queueSize || this.destroyed) {
+      this.metrics.dropped.value++;
+      return runNext(ctx, next);
+    }
+    // Reserved now, so queries still in flight cannot overfill the queue.
+    this.queued++;
+    const outer = ctx.path;
+    const from = outer === null ? 0 : outer.length;
+    if (outer === null) ctx.path = [];
+    const query = ctx.queryWire ?? encodeMessage(ctx.query);
+    let res: StepResult;
+    try {
+      res = runNext(ctx, next);
+    } catch (err) {
+      this.capture(ctx, query, from, outer, err);
+      throw err;
+    }
+    if (isPromise(res)) {
+      return res.then(
+        (step) => {
+          this.capture(ctx, query, from, outer, NO_ERROR);
+          return step;
+        },
+        (err: unknown) => {
+          this.capture(ctx, query, from, outer, err);
+          throw err;
+        },
+      );
+    }
+    this.capture(ctx, query, from, outer, NO_ERROR);
+    return res;
+  }
+
+  /** Times are from the query's arrival (the server's clock read), to the end of the rest of the sequence. */
+  private capture(ctx: DnsContext, query: Buffer, from: number, outer: DnsContext["path"], err: unknown): void {
+    const started = ctx.startedAt;
+    const elapsedUs = Math.round((performance.now() - started) * 1000);
+    let error = err === NO_ERROR ? null : errorText(err);
+    let response: Buffer | null = null;
+    // As the reference engine does: after an error the response fields stay empty (the server answers SERVFAIL).
+    if (error === null && ctx.response !== null) {
+      try {
+        response = ctx.response.toWire();
+      } catch (e) {
+        error = `response could not be encoded: ${errorText(e)}`;
+      }
+    }
+    const path = ctx.path;
+    // Recording ends with this recorder unless an outer consumer had turned it on.
+    if (outer === null) ctx.path = null;
+    if (this.destroyed) {
+      this.queued--;
+      this.metrics.dropped.value++;
+      return;
+    }
+    this.batch.append(started + this.clockOffset, elapsedUs, query, response, ctx.clientIp, error, path, from, this.strings);
+    if (this.batch.count >= this.options.batchSize) this.flush();
+  }
+
+  /** Hands the current batch to the writer (or holds it while there is none). */
+  flush(): void {
+    this.clockOffset = Date.now() - performance.now();
+    const count = this.batch.count;
+    if (count === 0) return;
+    const ips = this.batch.ips;
+    const data = this.batch.take();
+    this.batch = new BatchBuilder(this.batchBytes());
+    if (this.writer === null || this.writer.gone) {
+      this.held.push({ data, count, ips });
+      return;
+    }
+    this.send(data, count, ips);
+  }
+
+  private send(data: ArrayBuffer, count: number, ips: string[]): void {
+    const list = this.strings.list;
+    const m: WriterRequest = { t: "batch", stringsFrom: this.stringsSent, strings: list.slice(this.stringsSent), ips, data, count };
+    this.stringsSent = list.length;
+    (this.writer as WriterLink).post(m, [data]);
+    this.metrics.queue.value = this.queued;
+  }
+
+  // ---- writer lifecycle (driven by the recorder:<tag> actor) ------------------------------------
+
+  /** Who is told when the writer ends (null: nobody). */
+  watchWriter(listener: ((error: Error | null) => void) | null): void {
+    this.onWriterExit = listener;
+  }
+
+  /** Starts a writer thread; resolves once its database is open, rejects when it cannot be. */
+  async startWriter(): Promise<void> {
+    const link = new WriterLink(
+      { role: "query-recorder-writer", options: { path: this.options.path, memoryTail: this.options.memoryTail, maxRecords: this.options.maxRecords, retentionMs: this.options.retentionMs, cacheMb: WRITER_CACHE_MB } },
+      {
+        committed: (m) => {
+          this.queued -= m.count;
+          this.metrics.written.value += m.count - m.lost;
+          this.metrics.dropped.value += m.lost;
+          this.metrics.batch.observe(m.seconds);
+          this.metrics.records.value = m.records;
+          if (m.dbBytes !== null) this.metrics.dbBytes.value = m.dbBytes;
+          this.metrics.queue.value = this.queued;
+          if (m.frames !== null) this.streams.committed(m.frames);
+        },
+        records: (n) => (this.metrics.records.value = n),
+        replay: (m) => this.streams.replayed(m.client, m.frames),
+        log: (m) => this.log[m.level]({ err: m.err }, m.msg),
+        exit: (error) => {
+          if (this.writer !== link) return;
+          this.writerGone();
+          this.log.warn({ err: error?.message }, "query recorder writer stopped");
+          this.onWriterExit?.(error);
+        },
+      },
+    );
+    const { records, dbBytes } = await link.ready;
+    if (this.destroyed) {
+      await link.close();
+      return;
+    }
+    this.metrics.records.value = records;
+    this.metrics.dbBytes.value = dbBytes;
+    this.writer = link;
+    this.stringsSent = 0;
+    for (const b of this.held.splice(0)) this.send(b.data, b.count, b.ips);
+    this.streams.writerStarted();
+  }
+
+  /** The records the writer held are lost; those captured meanwhile wait for the next writer. */
+  private writerGone(): void {
+    this.writer = null;
+    const held = this.held.reduce((n, b) => n + b.count, 0);
+    const lost = this.queued - held - this.batch.count;
+    if (lost > 0) {
+      this.queued -= lost;
+      this.metrics.dropped.value += lost;
+    }
+  }
+
+  /** Lets the writer commit what it holds and end (the actor stops, or the plugin goes). */
+  closeWriter(): Promise<void> {
+    const link = this.writer;
+    if (link !== null) {
+      this.flush();
+      this.writer = null;
+      const done = link.close();
+      this.closing = (this.closing ?? Promise.resolve()).then(() => done);
+    }
+    return this.closing ?? Promise.resolve();
+  }
+
+  /** Ends the writer thread abruptly, as a crash would (for tests of the restart path). */
+  async crashWriter(): Promise<void> {
+    await this.writer?.terminate();
+  }
+
+  get writerRunning(): boolean {
+    return this.writer !== null && !this.writer.gone;
+  }
+
+  // ---- operations and reads (the API) -----------------------------------------------------------
+
+  /** Commits what is queued, then deletes every record of the current generation and the replay tail. */
+  async clear(): Promise<number> {
+    this.flush();
+    if (this.writer === null) throw new Error("the recorder's writer is not running");
+    return this.writer.request({ t: "clear" });
+  }
+
+  /** Retention, the max_records cap and housekeeping, in the writer. */
+  async cleanup(): Promise<number> {
+    this.flush();
+    if (this.writer === null) throw new Error("the recorder's writer is not running");
+    return this.writer.request({ t: "cleanup", now: Date.now() });
+  }
+
+  /** The response body of a records or stats route, as JSON text. */
+  read(request: ReadRequest): Promise<string> {
+    return this.readers.read(request);
+  }
+
+  /** A stream client: the newest `tail` records (or those after Last-Event-ID), then each new one. */
+  openStream(sink: EventSink, tail: number, lastEventId: string | null): () => void {
+    return this.streams.open(sink, Math.min(tail, this.options.memoryTail), lastEventId);
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------------
+
+  async init(): Promise<void> {
+    const path = this.options.path;
+    const user = openPaths.get(path);
+    if (user && user.tag !== this.options.tag) throw new Error(`${path} is already the database of query_recorder '${user.tag}'; give each recorder its own file`);
+    openPaths.set(path, { tag: this.options.tag, users: (user?.users ?? 0) + 1 });
+    this.pathClaimed = true;
+    mkdirSync(dirname(path), { recursive: true });
+    // The first writer starts here so that a database that cannot be opened fails the configuration.
+    await this.startWriter();
+    this.timer = setInterval(() => this.flush(), this.options.flushIntervalMs);
+    this.timer.unref();
+  }
+
+  async destroy(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.onWriterExit = null;
+    this.streams.endAll();
+    // Nothing is captured from here on; what was captured is committed before the thread ends.
+    this.destroyed = true;
+    await this.closeWriter();
+    await this.readers.close();
+    if (this.pathClaimed) {
+      const user = openPaths.get(this.options.path);
+      if (user && user.users > 1) user.users--;
+      else openPaths.delete(this.options.path);
+      this.pathClaimed = false;
+    }
+  }
+}

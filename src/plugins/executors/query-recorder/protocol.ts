@@ -1,0 +1,71 @@
+// Messages between the DNS thread and the recorder's worker threads, and where the compiled workers are.
+
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Filter, ReadRequest } from "./filters.js";
+import type { StoreOptions } from "./store.js";
+
+export type { Filter, ReadRequest };
+
+/** To the writer. */
+export type WriterRequest =
+  /** Records of one batch (batch.ts), the interned tags added since the previous batch, and the batch's client addresses. */
+  | { t: "batch"; stringsFrom: number; strings: string[]; ips: string[]; data: ArrayBuffer; count: number }
+  | { t: "clear"; id: number }
+  | { t: "cleanup"; id: number; now: number }
+  /** Serialise committed records for the stream (only while someone listens). */
+  | { t: "live"; on: boolean }
+  /** The newest `tail` records (after `afterId` when given) for one stream client. */
+  | { t: "replay"; client: number; tail: number; afterId: number | null }
+  | { t: "close" };
+
+/** From the writer. */
+export type WriterReply =
+  | { t: "ready"; records: number; dbBytes: number }
+  | {
+      t: "committed";
+      /** Records handed over in the batches this message answers (written + lost). */
+      count: number;
+      /** Of those, not written (the transaction failed). */
+      lost: number;
+      seconds: number;
+      records: number;
+      dbBytes: number | null;
+      /** SSE frames of the written records, while live. */
+      frames: string[] | null;
+    }
+  | { t: "done"; id: number; ok: true; value: number; records: number }
+  | { t: "done"; id: number; ok: false; message: string; records: number }
+  | { t: "replay"; client: number; frames: string[] }
+  | { t: "log"; level: "warn" | "error"; msg: string; err: string };
+
+export interface WriterData {
+  role: "query-recorder-writer";
+  options: StoreOptions;
+}
+
+export interface ReaderData {
+  role: "query-recorder-reader";
+  path: string;
+  cacheMb: number;
+}
+
+/** To a reader: one request at a time. */
+export interface ReaderJob {
+  id: number;
+  request: ReadRequest;
+}
+
+/** From a reader: the response body as JSON text, or an error with its API code. */
+export type ReaderReply = { id: number; ok: true; json: string } | { id: number; ok: false; code: string; message: string };
+
+const here = fileURLToPath(import.meta.url);
+
+/** A worker's compiled file: beside this one when compiled; from dist/ when run from the TypeScript sources (tests). */
+export function workerFile(name: "writer-worker" | "reader-worker"): string {
+  return here.endsWith(".ts") ? resolve(dirname(here), "..", "..", "..", "..", "dist", "src", "plugins", "executors", "query-recorder", `${name}.js`) : join(dirname(here), `${name}.js`);
+}
+
+/** Nice value of the worker threads (Linux sets it per thread): DNS on the main thread always goes first. */
+export const WRITER_NICE = 10;
+export const READER_NICE = 19;

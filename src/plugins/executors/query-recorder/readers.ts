@@ -1,0 +1,123 @@
+// Reader threads for the API: at most MAX_READERS, each with one request at a time, started when
+// needed and stopped when idle. A request that waits behind too many others is refused (503), and
+// one that runs past READ_TIMEOUT_MS ends its thread.
+
+import { Worker } from "node:worker_threads";
+import { RouteError } from "../../../registry/control.js";
+import type { ReadRequest } from "./filters.js";
+import { workerFile, type ReaderData, type ReaderJob, type ReaderReply } from "./protocol.js";
+
+/** Two: a dashboard's burst of stats requests overlaps, and DNS keeps a core on a 2-core host. */
+export const MAX_READERS = 2;
+export const MAX_WAITING = 32;
+export const READ_TIMEOUT_MS = 30_000;
+const IDLE_MS = 60_000;
+
+interface Job {
+  request: ReadRequest;
+  resolve: (json: string) => void;
+  reject: (err: Error) => void;
+}
+
+class Reader {
+  readonly worker: Worker;
+  job: (Job & { timer: NodeJS.Timeout }) | null = null;
+  idle: NodeJS.Timeout | null = null;
+  private nextId = 0;
+  gone = false;
+
+  constructor(data: ReaderData, onGone: (r: Reader) => void) {
+    this.worker = new Worker(workerFile("reader-worker"), { workerData: data, stdout: false, stderr: false });
+    this.worker.unref();
+    this.worker.on("message", (m: ReaderReply) => {
+      const job = this.take();
+      if (!job) return;
+      if (m.ok) job.resolve(m.json);
+      else job.reject(new RouteError(m.code, m.message));
+    });
+    this.worker.on("error", (err) => this.take()?.reject(new RouteError("query_recorder_unavailable", `the recorder's reader failed: ${err.message}`)));
+    this.worker.once("exit", () => {
+      this.gone = true;
+      this.take()?.reject(new RouteError("query_recorder_unavailable", "the recorder's reader stopped"));
+      onGone(this);
+    });
+  }
+
+  private take(): Job | null {
+    const job = this.job;
+    if (job) clearTimeout(job.timer);
+    this.job = null;
+    return job;
+  }
+
+  run(job: Job): void {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = null;
+    const timer = setTimeout(() => {
+      this.take()?.reject(new RouteError("query_recorder_unavailable", `the read took longer than ${READ_TIMEOUT_MS / 1000} s and was stopped`));
+      void this.worker.terminate();
+    }, READ_TIMEOUT_MS);
+    this.job = { ...job, timer };
+    this.worker.postMessage({ id: ++this.nextId, request: job.request } satisfies ReaderJob);
+  }
+}
+
+export class ReaderPool {
+  private readers: Reader[] = [];
+  private readonly waiting: Job[] = [];
+  private closed = false;
+
+  constructor(private readonly data: ReaderData) {}
+
+  /** The response body (JSON text) for `request`; rejects with a RouteError. */
+  read(request: ReadRequest): Promise<string> {
+    if (this.closed) return Promise.reject(new RouteError("query_recorder_unavailable", "the recorder is stopping"));
+    if (this.waiting.length >= MAX_WAITING) return Promise.reject(new RouteError("query_recorder_unavailable", `${MAX_WAITING} reads are already waiting; retry later`));
+    return new Promise<string>((resolve, reject) => {
+      this.waiting.push({ request, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    while (this.waiting.length > 0) {
+      let reader = this.readers.find((r) => r.job === null && !r.gone);
+      if (!reader && this.readers.length < MAX_READERS) {
+        reader = new Reader(this.data, (r) => {
+          this.readers = this.readers.filter((x) => x !== r);
+          this.dispatch();
+        });
+        this.readers.push(reader);
+      }
+      if (!reader) return;
+      const job = this.waiting.shift() as Job;
+      const r = reader;
+      r.run({
+        request: job.request,
+        resolve: (json) => {
+          job.resolve(json);
+          this.finished(r);
+        },
+        reject: (err) => {
+          job.reject(err);
+          this.finished(r);
+        },
+      });
+    }
+  }
+
+  private finished(r: Reader): void {
+    if (!r.gone) {
+      r.idle = setTimeout(() => void r.worker.terminate(), IDLE_MS);
+      r.idle.unref();
+    }
+    this.dispatch();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.waiting.splice(0)) job.reject(new RouteError("query_recorder_unavailable", "the recorder is stopping"));
+    await Promise.all(this.readers.map((r) => r.worker.terminate()));
+    this.readers = [];
+  }
+}

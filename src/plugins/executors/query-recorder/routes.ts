@@ -1,0 +1,215 @@
+// The recorder's routes under /api/plugins/<tag>/: records (page, one, delete), the stats and the
+// live stream. Reads are answered by reader threads as JSON text; the delete goes through the
+// recorder:<tag> actor (one at a time, only with a running writer).
+
+import { RefusedError, ActorGoneError, jsonReply, RouteError, sseReply, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
+import type { QueryRecorder } from "./executor.js";
+import { parseFilter, type PluginKind, type ReadRequest } from "./filters.js";
+import { HOUR_MS, MINUTE_MS } from "./rollups.js";
+
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 500;
+export const DEFAULT_TOP = 20;
+export const DEFAULT_BUCKETS = 60;
+export const MAX_BUCKETS = 720;
+
+const filterProps = {
+  since_ms: { type: "integer", minimum: 0, description: "Records created at or after this Unix ms" },
+  until_ms: { type: "integer", minimum: 0, description: "Records created at or before this Unix ms" },
+  qname: { type: "string", maxLength: 256, description: "Case-insensitive substring of a question name" },
+  client_ip: { type: "string", maxLength: 64, description: "Case-insensitive substring of the client address" },
+  qtype: { type: "string", maxLength: 16, description: "Question type: mnemonic (A, AAAA), TYPEnnn or a number" },
+  rcode: { type: "string", maxLength: 16, description: "Response code (NOERROR, NXDOMAIN, RCODEnnn), or _ERROR / _NO_RESPONSE" },
+  status: { type: "string", maxLength: 16, description: "all (default), error, has_response, no_response" },
+  matcher_tag: { type: "string", maxLength: 256, description: "Only records in which this matcher matched" },
+} as const;
+
+const query = (extra: Record<string, object> = {}): object => ({ type: "object", properties: { ...filterProps, ...extra } });
+
+const rr = { type: "object", additionalProperties: true } as const;
+const recordSchema = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    id: { type: "integer" },
+    created_at_ms: { type: "integer" },
+    elapsed_ms: { type: "integer" },
+    elapsed_us: { type: "integer" },
+    request_id: { type: "integer" },
+    client_ip: { type: "string" },
+    questions_json: { type: "array", items: { type: "object", properties: { name: { type: "string" }, qtype: { type: "string" }, qclass: { type: "string" } } } },
+    req_rd: { type: "boolean" },
+    req_cd: { type: "boolean" },
+    req_ad: { type: "boolean" },
+    req_opcode: { type: "string" },
+    req_edns_json: { type: ["object", "null"], additionalProperties: true },
+    error: { type: ["string", "null"] },
+    has_response: { type: "boolean" },
+    rcode: { type: ["string", "null"] },
+    resp_aa: { type: ["boolean", "null"] },
+    resp_tc: { type: ["boolean", "null"] },
+    resp_ra: { type: ["boolean", "null"] },
+    resp_ad: { type: ["boolean", "null"] },
+    resp_cd: { type: ["boolean", "null"] },
+    answer_count: { type: "integer" },
+    authority_count: { type: "integer" },
+    additional_count: { type: "integer" },
+    answers_json: { type: "array", items: rr },
+    authorities_json: { type: "array", items: rr },
+    additionals_json: { type: "array", items: rr },
+    signature_json: { type: "array", items: rr },
+    resp_edns_json: { type: ["object", "null"], additionalProperties: true },
+  },
+} as const;
+const stepSchema = {
+  type: "object",
+  properties: { event_index: { type: "integer" }, sequence_tag: { type: "string" }, node_index: { type: ["integer", "null"] }, kind: { type: "string" }, tag: { type: "string" }, outcome: { type: "string" } },
+} as const;
+const ok = { ok: { type: "boolean" } } as const;
+const keyRows = { type: "object", properties: { ...ok, sample_size: { type: "integer" }, rows: { type: "array", items: { type: "object", properties: { key: { type: "string" }, count: { type: "integer" }, share: { type: "number" } } } } } } as const;
+
+const READ_ERRORS = ["query_recorder_unavailable"];
+
+async function read(plugin: RoutePlugin<QueryRecorder>, request: ReadRequest): Promise<object> {
+  return jsonReply(await plugin.view.read(request));
+}
+
+function stat(path: string, summary: string, extra: Record<string, object>, response: object, build: (q: Record<string, unknown>) => ReadRequest, description?: string): PluginRoute<QueryRecorder> {
+  return {
+    method: "GET",
+    path: `stats/${path}`,
+    summary,
+    ...(description ? { description } : {}),
+    errors: READ_ERRORS,
+    schema: { querystring: query(extra), response: { 200: response } },
+    handle: (req, plugin) => read(plugin, build(req.query)),
+  };
+}
+
+const topLimit = { limit: { type: "integer", minimum: 1, default: DEFAULT_TOP, description: "Rows returned (no upper cap; larger costs more)" } };
+
+export const routes: PluginRoute<QueryRecorder>[] = [
+  {
+    method: "GET",
+    path: "records",
+    summary: "A page of records, newest first, without steps",
+    description: "Continue with `cursor` = the previous page's `next_cursor` (`<created_at_ms>:<id>`, strictly after that row); it is null on the last page.",
+    errors: READ_ERRORS,
+    schema: {
+      querystring: query({
+        limit: { type: "integer", minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE },
+        cursor: { type: "string", pattern: "^[0-9]{1,15}:[0-9]{1,15}$", description: "next_cursor of the previous page" },
+      }),
+      response: { 200: { type: "object", properties: { ...ok, next_cursor: { type: ["string", "null"] }, records: { type: "array", items: recordSchema } } } },
+    },
+    handle(req, plugin) {
+      const q = req.query as { limit: number; cursor?: string };
+      const [t, id] = (q.cursor ?? "").split(":").map(Number);
+      return read(plugin, { op: "records", filter: parseFilter(req.query), cursor: q.cursor ? { createdAtMs: t, id } : null, limit: q.limit });
+    },
+  },
+  {
+    method: "GET",
+    path: "records/:id",
+    summary: "One record with its execution path",
+    errors: ["invalid_record_id", "record_not_found", ...READ_ERRORS],
+    schema: {
+      params: { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 64 } } },
+      response: { 200: { type: "object", properties: { ...ok, record: { type: "object", properties: { record: recordSchema, steps: { type: "array", items: stepSchema } } } } } },
+    },
+    handle(req, plugin) {
+      const text = req.params.id ?? "";
+      if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new RouteError("invalid_record_id", `'${text.slice(0, 40)}' is not a record id (a positive integer)`);
+      return read(plugin, { op: "record", id: Number(text) });
+    },
+  },
+  {
+    method: "DELETE",
+    path: "records",
+    summary: "Delete every record (current schema generation) after committing the queue",
+    description: "Older schema generations in the same file and other recorders are not touched. The stream's replay tail is emptied too.",
+    errors: ["query_recorder_busy", "query_recorder_unavailable"],
+    schema: { response: { 200: { type: "object", properties: { ...ok, cleared_records: { type: "integer" } } } } },
+    async handle(_req, plugin) {
+      if (!plugin.concern) throw new RouteError("plugin_unavailable", `query recorder '${plugin.tag}' has no control actor`);
+      try {
+        return { ok: true, cleared_records: (await plugin.concern.ask({ type: "RECORDS.CLEAR" })) as number };
+      } catch (err) {
+        if (err instanceof RefusedError || err instanceof ActorGoneError) throw err;
+        throw new RouteError("query_recorder_unavailable", `the records could not be deleted: ${(err as Error).message}`);
+      }
+    },
+  },
+  stat(
+    "plugins",
+    "Per plugin: checked, matched, executed, and the records that reached it",
+    { kind: { type: "string", enum: ["matcher", "executor", "builtin", "all"], default: "all" } },
+    {
+      type: "object",
+      properties: {
+        ...ok,
+        sample_size: { type: "integer" },
+        rows: { type: "array", items: { type: "object", properties: { kind: { type: "string" }, tag: { type: "string" }, checked: { type: "integer" }, matched: { type: "integer" }, executed: { type: "integer" }, query_total: { type: "integer" }, query_share: { type: "number" } } } },
+      },
+    },
+    (q) => ({ op: "stats", stat: "plugins", filter: parseFilter(q), kind: q.kind as PluginKind }),
+  ),
+  stat("top_clients", "Clients with the most records", topLimit, keyRows, (q) => ({ op: "stats", stat: "top_clients", filter: parseFilter(q), limit: q.limit as number })),
+  stat("top_qnames", "Question names with the most records (lower case, absolute)", topLimit, keyRows, (q) => ({ op: "stats", stat: "top_qnames", filter: parseFilter(q), limit: q.limit as number })),
+  stat("qtype", "Records per question type (of the first question)", {}, keyRows, (q) => ({ op: "stats", stat: "qtype", filter: parseFilter(q) })),
+  stat("rcode", "Records per response code; _ERROR (the pipeline failed) and _NO_RESPONSE", {}, keyRows, (q) => ({ op: "stats", stat: "rcode", filter: parseFilter(q) })),
+  stat(
+    "latency",
+    "Latency summary, percentiles, histogram and the slowest names",
+    { slow_limit: { type: "integer", minimum: 1, description: "Rows of slow_top (default 20)" }, limit: { type: "integer", minimum: 1, description: "Same as slow_limit" } },
+    {
+      type: "object",
+      properties: {
+        ...ok,
+        sample_size: { type: "integer" },
+        avg_ms: { type: ["number", "null"] },
+        p50_ms: { type: ["number", "null"] },
+        p95_ms: { type: ["number", "null"] },
+        p99_ms: { type: ["number", "null"] },
+        max_ms: { type: ["number", "null"] },
+        histogram: { type: "array", items: { type: "object", properties: { lt_ms: { type: ["number", "null"] }, count: { type: "integer" } } } },
+        slow_top: { type: "array", items: { type: "object", properties: { qname: { type: "string" }, count: { type: "integer" }, avg_ms: { type: "number" }, max_ms: { type: "number" } } } },
+      },
+    },
+    (q) => ({ op: "stats", stat: "latency", filter: parseFilter(q), slowLimit: (q.slow_limit ?? q.limit ?? DEFAULT_TOP) as number }),
+    "Percentiles are nearest-rank over latencies kept to three significant digits (exact below 1 ms).",
+  ),
+  stat(
+    "timeseries",
+    "Records per minute or hour: totals, errors, no-responses, average and p95 latency",
+    {
+      bucket: { type: "string", enum: ["minute", "hour"], default: "minute" },
+      buckets: { type: "integer", minimum: 1, maximum: MAX_BUCKETS, default: DEFAULT_BUCKETS },
+    },
+    {
+      type: "object",
+      properties: {
+        ...ok,
+        sample_size: { type: "integer" },
+        bucket_ms: { type: "integer" },
+        points: { type: "array", items: { type: "object", properties: { bucket_ms: { type: "integer" }, total: { type: "integer" }, error_count: { type: "integer" }, no_response_count: { type: "integer" }, avg_ms: { type: "number" }, p95_ms: { type: "number" } } } },
+      },
+    },
+    (q) => ({ op: "stats", stat: "timeseries", filter: parseFilter(q), bucketMs: q.bucket === "hour" ? HOUR_MS : MINUTE_MS, buckets: q.buckets as number, nowMs: Date.now() }),
+    "`buckets` points, oldest first, ending with the one that holds until_ms (default now); empty ones are zeros.",
+  ),
+  {
+    method: "GET",
+    path: "stream",
+    summary: "New records as Server-Sent Events",
+    description:
+      "Frames: `event: record` with `id: <record id>` and the record detail (`{record, steps}`) as data, for the newest `tail` records held in memory (at most memory_tail) and then each record as it is committed; `: heartbeat` at once and every 15 s; `event: dropped` with `{\"dropped\": n}` when this client fell behind and records were skipped. Send Last-Event-ID on reconnect to get the records after it that are still held.",
+    stream: true,
+    errors: ["not_acceptable"],
+    schema: { querystring: { type: "object", properties: { tail: { type: "integer", minimum: 0, maximum: 100_000, default: 0, description: "Records replayed on connect (capped at memory_tail)" } } } },
+    handle(req, plugin) {
+      const tail = (req.query as { tail: number }).tail;
+      return sseReply((sink, lastEventId) => plugin.view.openStream(sink, tail, lastEventId));
+    },
+  },
+];

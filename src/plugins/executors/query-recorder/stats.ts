@@ -1,0 +1,250 @@
+// The stats routes as SQL aggregates over every matching record (no sampling: sample_size is the
+// number of records counted). With only a time range, whole hours and minutes come from the
+// rollups and the uneven edges of the range from the records' time index; any other filter
+// aggregates the matching records directly. Both paths group the same way, so they agree exactly.
+
+import type Database from "better-sqlite3";
+import { typeName } from "../../../dns/constants.js";
+import { KIND_NAMES } from "./batch.js";
+import { filterSql, onlyTime, type Filter, type PluginKind } from "./filters.js";
+import { outcomeKey } from "./json.js";
+import { CLIENTS, latencyBucketSql, LATENCY_HOURS, LATENCY_MINUTES, NAMES, OUTCOMES, PLUGINS, type Rollup } from "./rollups.js";
+import { OUTCOME_ERROR, OUTCOME_NO_RESPONSE } from "./schema.js";
+
+type Db = Database.Database;
+type Merge = "sum" | "max";
+
+const END = Number.MAX_SAFE_INTEGER;
+
+/** A range of whole buckets of one rollup, and the ms ranges left for raw rows. */
+interface Plan {
+  rollups: { r: Rollup; a: number; b: number }[];
+  raw: [number, number][];
+}
+
+/** Splits [lo, hi] (ms, inclusive) into whole buckets of the coarsest rollup first, then finer ones, then raw rows. */
+export function plan(lo: number, hi: number, levels: readonly Rollup[]): Plan {
+  const out: Plan = { rollups: [], raw: [] };
+  const go = (from: number, to: number, i: number): void => {
+    if (from > to) return;
+    if (i >= levels.length) {
+      out.raw.push([from, to]);
+      return;
+    }
+    const ms = levels[i].bucketMs;
+    const a = Math.ceil(from / ms);
+    const b = to >= END ? END : Math.floor((to + 1) / ms) - 1;
+    if (a > b) return go(from, to, i + 1);
+    out.rollups.push({ r: levels[i], a, b });
+    go(from, a * ms - 1, i + 1);
+    if (b < END) go((b + 1) * ms, to, i + 1);
+  };
+  go(lo, hi, 0);
+  return out;
+}
+
+interface Source {
+  sql: string;
+  params: unknown[];
+}
+
+/** Rows [...keys, ...values] from every source, merged by key. */
+function collect(db: Db, sources: Source[], nKeys: number, merges: readonly Merge[]): Map<string, { key: number[]; vals: number[] }> {
+  const out = new Map<string, { key: number[]; vals: number[] }>();
+  for (const s of sources) {
+    for (const row of db.prepare(s.sql).raw().all(...s.params) as (number | null)[][]) {
+      const key = row.slice(0, nKeys).map(Number);
+      const vals = row.slice(nKeys).map((v) => Number(v ?? 0));
+      const k = key.join(",");
+      const have = out.get(k);
+      if (!have) {
+        out.set(k, { key, vals });
+        continue;
+      }
+      merges.forEach((m, i) => (have.vals[i] = m === "sum" ? have.vals[i] + vals[i] : Math.max(have.vals[i], vals[i])));
+    }
+  }
+  return out;
+}
+
+/**
+ * The sources for one aggregate: `fromRollup(table, where)` over rollup rows, `raw(where)` over
+ * records (alias r) in a time range with the filters. Only a time range → rollups at `levels`.
+ */
+function sources(f: Filter, levels: readonly Rollup[], fromRollup: (r: Rollup) => string, raw: (where: string) => string, extra: unknown[] = [], window?: [number, number]): Source[] {
+  const lo = Math.max(window?.[0] ?? 0, f.sinceMs ?? 0);
+  const hi = Math.min(window?.[1] ?? END, f.untilMs ?? END);
+  if (lo > hi) return [];
+  const filters = filterSql(f);
+  const p = onlyTime(f) ? plan(lo, hi, levels) : { rollups: [], raw: [[lo, hi] as [number, number]] };
+  return [
+    ...p.rollups.map(({ r, a, b }) => ({ sql: fromRollup(r), params: [a, b, ...extra] })),
+    ...p.raw.map(([a, b]) => ({ sql: raw(`r.created_at_ms BETWEEN ? AND ? AND ${filters.sql}`), params: [a, b, ...filters.params, ...extra] })),
+  ];
+}
+
+const RECORDS = "records_v2 r INDEXED BY records_v2_time";
+
+function sampleSize(db: Db, f: Filter, window?: [number, number]): number {
+  const m = collect(db, sources(f, [OUTCOMES], (r) => `SELECT sum(count) FROM ${r.table} WHERE bucket BETWEEN ? AND ?`, (w) => `SELECT count(*) FROM ${RECORDS} WHERE ${w}`, [], window), 0, ["sum"]);
+  return m.get("")?.vals[0] ?? 0;
+}
+
+const share = (n: number, total: number): number => (total > 0 ? n / total : 0);
+const ms = (us: number): number => Math.round(us) / 1000;
+
+function byCount(rows: { key: string; count: number }[], total: number, limit: number): { key: string; count: number; share: number }[] {
+  return rows
+    .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .slice(0, limit)
+    .map((r) => ({ ...r, share: share(r.count, total) }));
+}
+
+/** stats/rcode and stats/qtype: one row per rcode bucket or question type. */
+export function distribution(db: Db, f: Filter, what: "rcode" | "qtype"): object {
+  const col = what === "rcode" ? "outcome" : "qtype";
+  const m = collect(db, sources(f, [OUTCOMES], (r) => `SELECT ${col}, sum(count) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY ${col}`, (w) => `SELECT r.${col}, count(*) FROM ${RECORDS} WHERE ${w} GROUP BY r.${col}`), 1, ["sum"]);
+  const rows = [...m.values()].map(({ key, vals }) => ({ key: what === "rcode" ? outcomeKey(key[0]) : typeName(key[0]), count: vals[0] }));
+  const total = rows.reduce((n, r) => n + r.count, 0);
+  return { ok: true, sample_size: total, rows: byCount(rows, total, rows.length) };
+}
+
+/** stats/top_clients and stats/top_qnames. */
+export function top(db: Db, f: Filter, what: "clients" | "names", limit: number): object {
+  const [rollup, col, dict, text] = what === "clients" ? [CLIENTS, "client_id", "clients_v2", "ip"] : [NAMES, "name_id", "names_v2", "name"];
+  const m = collect(db, sources(f, [rollup], (r) => `SELECT ${col}, sum(count) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY ${col}`, (w) => `SELECT r.${col}, count(*) FROM ${RECORDS} WHERE ${w} GROUP BY r.${col}`), 1, ["sum"]);
+  const total = sampleSize(db, f);
+  const best = [...m.values()].sort((a, b) => b.vals[0] - a.vals[0] || a.key[0] - b.key[0]).slice(0, limit);
+  const lookup = db.prepare<[number], string>(`SELECT ${text} FROM ${dict} WHERE id = ?`).pluck();
+  const rows = best.map(({ key, vals }) => ({ key: lookup.get(key[0]) ?? `#${key[0]}`, count: vals[0] }));
+  return { ok: true, sample_size: total, rows: byCount(rows, total, limit) };
+}
+
+/** Histogram edges of stats/latency, ms; a last bucket (lt_ms null) takes the rest. */
+export const LATENCY_EDGES_MS = [1, 5, 10, 20, 50, 100, 300, 1000];
+
+/** Nearest-rank percentile from (bucket, count) pairs sorted by bucket. */
+function percentile(hist: [number, number][], n: number, q: number): number {
+  const rank = Math.max(1, Math.ceil(q * n));
+  let seen = 0;
+  for (const [bucket, count] of hist) {
+    seen += count;
+    if (seen >= rank) return bucket;
+  }
+  return hist.length > 0 ? hist[hist.length - 1][0] : 0;
+}
+
+function latencyHistogram(db: Db, f: Filter, levels: readonly Rollup[], window?: [number, number], perPointMs?: number): Map<string, { key: number[]; vals: number[] }> {
+  const point = (r: Rollup | null): string => (perPointMs === undefined ? "" : r === null ? `r.created_at_ms / ${perPointMs}, ` : `bucket / ${perPointMs / r.bucketMs}, `);
+  const nKeys = perPointMs === undefined ? 1 : 2;
+  return collect(
+    db,
+    sources(
+      f,
+      levels,
+      (r) => `SELECT ${point(r)}bucket_us, sum(count) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY ${nKeys === 2 ? "1, 2" : "1"}`,
+      (w) => `SELECT ${point(null)}${latencyBucketSql("r.elapsed_us")} AS b, count(*) FROM ${RECORDS} WHERE ${w} GROUP BY ${nKeys === 2 ? "1, 2" : "1"}`,
+      [],
+      window,
+    ),
+    nKeys,
+    ["sum"],
+  );
+}
+
+/** stats/latency: summary, percentiles, histogram and the slowest names. */
+export function latency(db: Db, f: Filter, slowLimit: number): object {
+  const sum = collect(db, sources(f, [OUTCOMES], (r) => `SELECT sum(count), sum(elapsed_sum_us), max(elapsed_max_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ?`, (w) => `SELECT count(*), sum(r.elapsed_us), max(r.elapsed_us) FROM ${RECORDS} WHERE ${w}`), 0, ["sum", "sum", "max"]).get("")?.vals ?? [0, 0, 0];
+  const n = sum[0];
+  const hist = [...latencyHistogram(db, f, [LATENCY_HOURS, LATENCY_MINUTES]).values()].map(({ key, vals }): [number, number] => [key[0], vals[0]]).sort((a, b) => a[0] - b[0]);
+  const edgesUs = LATENCY_EDGES_MS.map((e) => e * 1000);
+  const counts = new Array<number>(edgesUs.length + 1).fill(0);
+  for (const [bucket, count] of hist) {
+    const i = edgesUs.findIndex((e) => bucket < e);
+    counts[i < 0 ? edgesUs.length : i] += count;
+  }
+  const names = collect(db, sources(f, [NAMES], (r) => `SELECT name_id, sum(count), sum(elapsed_sum_us), max(elapsed_max_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY name_id`, (w) => `SELECT r.name_id, count(*), sum(r.elapsed_us), max(r.elapsed_us) FROM ${RECORDS} WHERE ${w} GROUP BY r.name_id`), 1, ["sum", "sum", "max"]);
+  const lookup = db.prepare<[number], string>("SELECT name FROM names_v2 WHERE id = ?").pluck();
+  const slow = [...names.values()]
+    .map(({ key, vals }) => ({ id: key[0], count: vals[0], avg: vals[1] / vals[0], max: vals[2] }))
+    .sort((a, b) => b.avg - a.avg || b.count - a.count || a.id - b.id)
+    .slice(0, slowLimit)
+    .map((s) => ({ qname: lookup.get(s.id) ?? `#${s.id}`, count: s.count, avg_ms: ms(s.avg), max_ms: ms(s.max) }));
+  return {
+    ok: true,
+    sample_size: n,
+    avg_ms: n > 0 ? ms(sum[1] / n) : null,
+    p50_ms: n > 0 ? ms(percentile(hist, n, 0.5)) : null,
+    p95_ms: n > 0 ? ms(percentile(hist, n, 0.95)) : null,
+    p99_ms: n > 0 ? ms(percentile(hist, n, 0.99)) : null,
+    max_ms: n > 0 ? ms(sum[2]) : null,
+    histogram: counts.map((count, i) => ({ lt_ms: i < LATENCY_EDGES_MS.length ? LATENCY_EDGES_MS[i] : null, count })),
+    slow_top: slow,
+  };
+}
+
+const KIND_CODE: Record<Exclude<PluginKind, "all">, number> = { matcher: 0, executor: 1, builtin: 2 };
+
+/** stats/plugins: per plugin, how often it was checked, matched, executed, and by how many records. */
+export function plugins(db: Db, f: Filter, kind: PluginKind): object {
+  const k = kind === "all" ? "" : ` AND kind = ${KIND_CODE[kind]}`;
+  const m = collect(
+    db,
+    sources(
+      f,
+      [PLUGINS],
+      (r) => `SELECT kind, tag, sum(checked), sum(matched), sum(executed), sum(queries) FROM ${r.table} WHERE bucket BETWEEN ? AND ?${k} GROUP BY kind, tag`,
+      (w) => `SELECT ${PLUGINS.keys.map((x) => x.expr).join(", ")}, ${PLUGINS.values.map((v) => v.expr).join(", ")} FROM ${RECORDS} CROSS JOIN steps_v2 s ON s.record_id = r.id WHERE ${w}${k.replace("kind", "s.kind")} GROUP BY s.kind, s.tag`,
+    ),
+    2,
+    ["sum", "sum", "sum", "sum"],
+  );
+  const total = sampleSize(db, f);
+  const tag = db.prepare<[number], string>("SELECT tag FROM tags_v2 WHERE id = ?").pluck();
+  const rows = [...m.values()]
+    .map(({ key, vals }) => ({ kind: KIND_NAMES[key[0]] ?? `kind${key[0]}`, tag: tag.get(key[1]) ?? `#${key[1]}`, checked: vals[0], matched: vals[1], executed: vals[2], query_total: vals[3], query_share: share(vals[3], total) }))
+    .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : b.query_total - a.query_total || (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0)));
+  return { ok: true, sample_size: total, rows };
+}
+
+/** stats/timeseries: `buckets` points ending with the one that holds until_ms (default now), oldest first, empty ones as zeros. */
+export function timeseries(db: Db, f: Filter, bucketMs: number, buckets: number, nowMs: number): object {
+  const last = Math.floor((f.untilMs ?? nowMs) / bucketMs);
+  const first = last - buckets + 1;
+  const window: [number, number] = [first * bucketMs, f.untilMs ?? (last + 1) * bucketMs - 1];
+  const pointOf = (r: Rollup | null): string => (r === null ? `r.created_at_ms / ${bucketMs}` : `bucket / ${bucketMs / r.bucketMs}`);
+  const counts = collect(
+    db,
+    sources(f, [OUTCOMES], (r) => `SELECT ${pointOf(r)}, outcome, sum(count), sum(elapsed_sum_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY 1, 2`, (w) => `SELECT ${pointOf(null)}, r.outcome, count(*), sum(r.elapsed_us) FROM ${RECORDS} WHERE ${w} GROUP BY 1, 2`, [], window),
+    2,
+    ["sum", "sum"],
+  );
+  const levels = bucketMs >= LATENCY_HOURS.bucketMs ? [LATENCY_HOURS, LATENCY_MINUTES] : [LATENCY_MINUTES];
+  const hist = latencyHistogram(db, f, levels, window, bucketMs);
+  const points = Array.from({ length: buckets }, (_, i) => ({ p: first + i, total: 0, error: 0, none: 0, sumUs: 0, hist: [] as [number, number][] }));
+  const at = (p: number): (typeof points)[number] | undefined => points[p - first];
+  let sample = 0;
+  for (const { key, vals } of counts.values()) {
+    const pt = at(key[0]);
+    if (!pt) continue;
+    pt.total += vals[0];
+    pt.sumUs += vals[1];
+    if (key[1] === OUTCOME_ERROR) pt.error += vals[0];
+    if (key[1] === OUTCOME_NO_RESPONSE) pt.none += vals[0];
+    sample += vals[0];
+  }
+  for (const { key, vals } of hist.values()) at(key[0])?.hist.push([key[1], vals[0]]);
+  return {
+    ok: true,
+    sample_size: sample,
+    bucket_ms: bucketMs,
+    points: points.map((pt) => ({
+      bucket_ms: pt.p * bucketMs,
+      total: pt.total,
+      error_count: pt.error,
+      no_response_count: pt.none,
+      avg_ms: pt.total > 0 ? ms(pt.sumUs / pt.total) : 0,
+      p95_ms: pt.total > 0 ? ms(percentile(pt.hist.sort((a, b) => a[0] - b[0]), pt.total, 0.95)) : 0,
+    })),
+  };
+}

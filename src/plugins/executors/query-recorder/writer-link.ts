@@ -1,0 +1,111 @@
+// The DNS thread's handle on one writer thread: start it (resolves once the database is open and
+// migrated), send it batches and requests, and learn when it commits, answers or ends.
+
+import { Worker } from "node:worker_threads";
+import { workerFile, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
+
+export interface WriterHandlers {
+  committed(m: Extract<WriterReply, { t: "committed" }>): void;
+  /** Rows in the database after a clear or a cleanup. */
+  records(n: number): void;
+  replay(m: Extract<WriterReply, { t: "replay" }>): void;
+  log(m: Extract<WriterReply, { t: "log" }>): void;
+  /** The thread ended; `error` unless it was asked to close. Not called for a thread that never became ready. */
+  exit(error: Error | null): void;
+}
+
+/** A closing writer finishes what it holds; past this it is stopped. */
+const CLOSE_TIMEOUT_MS = 10_000;
+
+export class WriterLink {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+  private isReady = false;
+  private closing = false;
+  gone = false;
+  /** Resolves with the row count and file size once the database is open. */
+  readonly ready: Promise<{ records: number; dbBytes: number }>;
+  readonly exited: Promise<void>;
+
+  constructor(data: WriterData, handlers: WriterHandlers) {
+    this.worker = new Worker(workerFile("writer-worker"), { workerData: data, stdout: false, stderr: false });
+    let failStart: (e: Error) => void = () => undefined;
+    let lastError: Error | null = null;
+    this.ready = new Promise((resolve, reject) => {
+      failStart = reject;
+      this.worker.once("message", (m: WriterReply) => {
+        if (m.t !== "ready") return;
+        this.isReady = true;
+        resolve({ records: m.records, dbBytes: m.dbBytes });
+      });
+    });
+    // The caller may never wait for ready (a restart that fails again is reported through exit).
+    this.ready.catch(() => undefined);
+    this.worker.on("message", (m: WriterReply) => {
+      switch (m.t) {
+        case "committed":
+          return handlers.committed(m);
+        case "replay":
+          return handlers.replay(m);
+        case "log":
+          if (m.level === "error") lastError = new Error(m.err);
+          return handlers.log(m);
+        case "done": {
+          handlers.records(m.records);
+          const p = this.pending.get(m.id);
+          this.pending.delete(m.id);
+          if (m.ok) p?.resolve(m.value);
+          else p?.reject(new Error(m.message));
+          return;
+        }
+      }
+    });
+    this.worker.on("error", (err) => {
+      lastError = err;
+    });
+    this.exited = new Promise((resolve) => {
+      this.worker.once("exit", (code) => {
+        this.gone = true;
+        const err = this.closing && code === 0 ? null : (lastError ?? new Error(`the writer thread exited with code ${code}`));
+        for (const p of this.pending.values()) p.reject(err ?? new Error("the writer was closed"));
+        this.pending.clear();
+        if (!this.isReady) failStart(err ?? new Error("the writer closed before the database was open"));
+        else handlers.exit(err);
+        resolve();
+      });
+    });
+  }
+
+  post(m: WriterRequest, transfer: ArrayBuffer[] = []): void {
+    if (!this.gone && !this.closing) this.worker.postMessage(m, transfer);
+  }
+
+  /** A request with an answer (a count), in order with the batches sent before it. */
+  request(m: { t: "clear" } | { t: "cleanup"; now: number }): Promise<number> {
+    if (this.gone || this.closing) return Promise.reject(new Error("the writer is not running"));
+    const id = ++this.nextId;
+    return new Promise<number>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ ...m, id });
+    });
+  }
+
+  /** Lets the writer finish what it holds, close the database and end; stops it after CLOSE_TIMEOUT_MS. */
+  close(): Promise<void> {
+    if (!this.gone && !this.closing) {
+      this.worker.postMessage({ t: "close" } satisfies WriterRequest);
+      this.closing = true;
+      const timer = setTimeout(() => void this.worker.terminate(), CLOSE_TIMEOUT_MS);
+      timer.unref();
+      void this.exited.then(() => clearTimeout(timer));
+    }
+    return this.exited;
+  }
+
+  /** Ends the thread at once, as a crash would (tests of the restart path). */
+  terminate(): Promise<void> {
+    void this.worker.terminate();
+    return this.exited;
+  }
+}

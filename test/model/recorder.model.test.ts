@@ -1,0 +1,199 @@
+// Model-based test of the recorder:<tag> actor (machines/recorder.machine.ts): @xstate/graph gives
+// the shortest path to every state; each path is replayed against a real Sluice (in-process, a real
+// writer thread and SQLite file) through its API. Long operations are held by taking the database's
+// write lock from the test (the writer waits on it, as it would on a slow disk); a crash is a real
+// termination of the writer thread. After every step the states the real actor went through (from
+// the bus) must be the machine's, and wherever the machine refuses DELETE records in a state the
+// test can hold, the API must refuse it with the guard's status and code.
+import Database from "better-sqlite3";
+import { join } from "node:path";
+import { getShortestPaths } from "@xstate/graph";
+import { fromCallback, fromPromise, getNextSnapshot, type SnapshotFrom } from "xstate";
+import { afterAll, describe, expect, test } from "vitest";
+import { refusingGuard } from "../../actors/ask.js";
+import { recorderMachine, type RecorderEvent } from "../../machines/recorder.machine.js";
+import { ERROR_STATUS } from "../../src/api/errors.js";
+import { GUARD_REFUSALS } from "../../src/api/guards.js";
+import type { QueryRecorder } from "../../src/plugins/executors/query-recorder/index.js";
+import { buildQuery, udpExchange } from "../helpers/dns.js";
+import { startSluice, type RunningSluice } from "../helpers/sluice.js";
+import { until } from "./harness.js";
+
+type ModelEvent = RecorderEvent | { type: string; output?: unknown };
+type Snap = SnapshotFrom<typeof recorderMachine>;
+
+const AFTER_CLEANUP = "xstate.after.cleanupInterval.recorder.running.idle";
+const AFTER_RESTART = "xstate.after.restartDelay.recorder.restarting";
+
+const model = recorderMachine.provide({
+  actors: {
+    writer: fromCallback(() => () => undefined),
+    clear: fromPromise(() => new Promise<number>(() => undefined)),
+    cleanup: fromPromise(() => new Promise<number>(() => undefined)),
+  },
+});
+
+const stateOf = (value: unknown): string => (typeof value === "string" ? value : Object.entries(value as Record<string, string>).map(([k, v]) => `${k}.${v}`)[0]);
+
+/**
+ * What the system or an operator can cause in each state (crashes only from idle: a writer blocked
+ * on a lock cannot be ended at once). The first cleanup runs while the program starts, before the
+ * test can act: only its end can follow it.
+ */
+function eventsFor(s: Snap): ModelEvent[] {
+  switch (stateOf(s.value)) {
+    case "running.opening":
+      return [{ type: "WRITER.READY" }];
+    case "running.idle":
+      return [{ type: "RECORDS.CLEAR", requestId: "r" }, { type: "WRITER.EXITED", error: "crash" }, { type: AFTER_CLEANUP }];
+    case "running.cleaning":
+      return s.context.cleanups === 0 && s.context.restarts === 0 ? [{ type: "xstate.done.actor.cleanup", output: 0 }] : [{ type: "xstate.done.actor.cleanup", output: 0 }, { type: "RECORDS.CLEAR", requestId: "r" }];
+    case "running.clearing":
+      return [{ type: "xstate.done.actor.clear", output: 0 }];
+    case "restarting":
+      return [{ type: AFTER_RESTART }];
+    default:
+      return [];
+  }
+}
+
+const serialize = (s: Snap): string => JSON.stringify([s.value, s.context.writer, s.context.requestId !== null, s.context.cleanups > 0 || s.context.restarts > 0]);
+
+const shortest = getShortestPaths(model, { input: { tag: "rec", cleanupIntervalMs: 1000 }, events: (s) => eventsFor(s) as never, serializeState: (s) => serialize(s) });
+
+/** Every transition once: the shortest path to each state, extended by each event possible there. */
+const paths = shortest.flatMap((p) => {
+  const last = p.steps[p.steps.length - 1].state;
+  return eventsFor(last).map((event) => ({ steps: [...p.steps.map((st) => ({ event: st.event, state: st.state })), { event, state: getNextSnapshot(model, last, event as never) }] }));
+});
+
+/** A path as the states it visits, collapsed (the bus reports changes of state value). */
+function collapse(states: string[]): string[] {
+  return states.filter((x, i) => i === 0 || x !== states[i - 1]);
+}
+
+const running: RunningSluice[] = [];
+/** Refusals the replays checked against the API (state → code). */
+const refusalsChecked = new Set<string>();
+afterAll(async () => {
+  for (const s of running) await s.stop().catch(() => undefined);
+});
+
+describe("recorder:<tag> model", () => {
+  // Names leave out the start every path shares (opening → cleaning → idle).
+  const short = (e: string): string => e.replace("xstate.", "").replace("after.cleanupInterval.recorder.running.idle", "cleanup timer").replace("after.restartDelay.recorder.restarting", "restart timer");
+  const cases = paths.map((p, i) => ({
+    name: `#${i} ${p.steps.slice(3).map((st) => `${short(st.event.type)}→${stateOf(st.state.value)}`).join(", ") || p.steps.slice(1).map((st) => stateOf(st.state.value)).join(", ")}`,
+    steps: p.steps.map((st) => ({ event: st.event, snapshot: st.state })),
+  }));
+
+  test("the generator reaches every state and takes every transition the test can cause", () => {
+    expect(new Set(cases.flatMap((c) => c.steps.map((st) => stateOf(st.snapshot.value))))).toEqual(new Set(["running.opening", "running.cleaning", "running.idle", "running.clearing", "restarting"]));
+    const edges = new Set(cases.flatMap((c) => c.steps.slice(1).map((st, i) => `${stateOf(c.steps[i].snapshot.value)} ${st.event.type}`)));
+    expect(edges).toContain("running.cleaning RECORDS.CLEAR");
+    expect(edges).toContain("running.idle WRITER.EXITED");
+    expect(edges).toContain(`restarting ${AFTER_RESTART}`);
+  });
+
+  test.each(cases)("$name", async ({ steps }) => {
+    const usesTimer = steps.some((st) => st.event.type === AFTER_CLEANUP);
+    const hours = usesTimer ? 1.5 / 3600 : 1;
+    const s = await startSluice(`api:
+  http: 127.0.0.1:0
+plugins:
+  - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20, cleanup_interval_hours: ${hours} } }
+  - { tag: main, type: sequence, args: [{ exec: $rec }, { exec: reject 0 }] }
+  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
+`);
+    running.push(s);
+    const observed: string[] = [];
+    s.app.bus.on("actor.transition", (t) => {
+      if (t.id.endsWith("/recorder:rec")) observed.push(stateOf(t.state));
+    });
+    // The actor started with the runtime, before the test could listen: its context says it opened its
+    // writer and finished one cleanup (opening → cleaning → idle), as the machine does first.
+    const actors = (await (await s.api("/api/actors")).json()) as { actors: { id: string; state: unknown; context: { cleanups: number; writer: string } }[] };
+    const first = actors.actors.find((a) => a.id.endsWith("/recorder:rec"));
+    expect(first?.context).toMatchObject({ writer: "up" });
+    const startedIn = stateOf(first?.state);
+    observed.unshift("running.opening", "running.cleaning", ...(startedIn === "running.idle" ? ["running.idle"] : []));
+    if (startedIn === "running.idle") expect(first?.context.cleanups).toBe(1);
+    const recorder = s.app.runtime.live("rec")?.instance as QueryRecorder;
+    await udpExchange(s.port("udp"), buildQuery("seed.model.test", "A"));
+    let lock: Database.Database | null = null;
+    const hold = (): void => {
+      lock ??= new Database(join(s.dir, "rec.db"));
+      lock.exec("BEGIN IMMEDIATE");
+    };
+    const release = (): void => {
+      if (!lock) return;
+      lock.exec("COMMIT");
+      lock.close();
+      lock = null;
+    };
+    let pendingDelete: Promise<Response> | null = null;
+    const expected: string[] = [];
+    const seen = async (): Promise<void> => {
+      const want = collapse(expected);
+      await until(`states ${want.join(" → ")} (saw ${collapse(observed).join(" → ")})`, () => collapse(observed).length >= want.length || undefined, 8000).catch(() => undefined);
+      expect(collapse(observed).slice(0, want.length)).toEqual(want);
+    };
+    try {
+      for (let i = 0; i < steps.length; i++) {
+        const { event, snapshot } = steps[i];
+        const next = steps[i + 1]?.event.type;
+        const from = i > 0 ? stateOf(steps[i - 1].snapshot.value) : null;
+        switch (event.type) {
+          case "RECORDS.CLEAR":
+            if (!lock) hold();
+            pendingDelete = s.api("/api/plugins/rec/records", { method: "DELETE" });
+            break;
+          case "xstate.done.actor.clear": {
+            release();
+            const res = await (pendingDelete as Promise<Response>);
+            expect(res.status).toBe(200);
+            expect(((await res.json()) as { ok: boolean }).ok).toBe(true);
+            pendingDelete = null;
+            break;
+          }
+          case "xstate.done.actor.cleanup":
+            release();
+            break;
+          case "WRITER.EXITED":
+            await recorder.crashWriter();
+            break;
+          case AFTER_CLEANUP:
+            // Held in cleaning while the test still has something to do there.
+            if (next === "RECORDS.CLEAR" || next === "xstate.done.actor.cleanup") hold();
+            break;
+        }
+        expected.push(stateOf(snapshot.value));
+        await seen();
+        // A DELETE in a state the machine refuses it in, held long enough to ask: the guard's code.
+        const clear = { type: "RECORDS.CLEAR", requestId: "probe" } as const;
+        const state = stateOf(snapshot.value);
+        if ((state === "running.clearing" || state === "restarting") && !snapshot.can(clear)) {
+          const guard = refusingGuard(snapshot, clear);
+          const refusal = GUARD_REFUSALS[guard ?? ""];
+          expect(refusal, `guard ${guard}`).toBeDefined();
+          const res = await s.api("/api/plugins/rec/records", { method: "DELETE" });
+          const body = (await res.json()) as { code: string };
+          expect([res.status, body.code], `${state} (${from ?? "start"})`).toEqual([ERROR_STATUS[refusal.code], refusal.code]);
+          refusalsChecked.add(`${state} ${res.status} ${body.code}`);
+        }
+      }
+      // The path's end state settles: the recorder still records and answers.
+      release();
+      if (pendingDelete) expect((await pendingDelete).status).toBe(200);
+      await until("writer up", () => recorder.writerRunning || undefined, 10_000);
+    } finally {
+      release();
+      await s.stop();
+      running.splice(running.indexOf(s), 1);
+    }
+  }, 40_000);
+
+  test("every refusal was checked against the API", () => {
+    expect([...refusalsChecked].sort()).toEqual(["restarting 503 query_recorder_unavailable", "running.clearing 409 query_recorder_busy"]);
+  });
+});
