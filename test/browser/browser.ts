@@ -14,9 +14,9 @@ export const OUTPUT_DIR = join(import.meta.dirname, "..", "..", "test-output", "
 export const DESKTOP = { width: 1280, height: 800 } as const;
 export const PHONE = { width: 390, height: 844 } as const;
 
-/** An HTTP error response the test provokes on purpose: Chromium logs it as a console error. */
+/** An HTTP error response (or, with status "network", a refused or broken connection) the test provokes on purpose: Chromium logs it as a console error. */
 export interface ExpectedHttpError {
-  status: number;
+  status: number | "network";
   /** Path of the request (without query), e.g. /api/healthz. */
   path: string;
 }
@@ -33,7 +33,7 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-const FAILED_LOAD = /^Failed to load resource: the server responded with a status of (\d+)/;
+const FAILED_LOAD = /^Failed to load resource: (?:the server responded with a status of (\d+)|(net::ERR_\w+))/;
 
 export async function launchBrowser(): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM)) throw new Error(`the browser tests need Chromium at ${CHROMIUM} (Debian package chromium; .ci/run installs it, or set SLUICE_CHROMIUM)`);
@@ -70,8 +70,9 @@ export async function launchBrowser(): Promise<TestBrowser> {
           return seen
             .splice(0)
             .filter(({ text, url }) => {
-              const status = FAILED_LOAD.exec(text)?.[1];
-              if (status === undefined) return true;
+              const m = FAILED_LOAD.exec(text);
+              if (m === null) return true;
+              const status = m[2] !== undefined ? "network" : m[1];
               const path = url ? new URL(url).pathname : "";
               return !expected.some((e) => String(e.status) === status && e.path === path);
             })

@@ -83,6 +83,7 @@ export interface StatusRecord {
   installed_version: string;
   restart_required: boolean;
   target_version: string | null;
+  installed_release: boolean;
 }
 
 export async function status(base: string): Promise<StatusRecord> {

@@ -14,7 +14,7 @@ import { VERSION } from "../../src/version.js";
 import { fakeRelease, type TarEntry } from "../helpers/fake-release.js";
 import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { tempDir } from "../helpers/sluice.js";
-import { makeInstallDir, pollStatus, post, startUpgradable, upgradeYaml } from "../helpers/upgrade.js";
+import { makeInstallDir, pollStatus, post, startUpgradable, status, upgradeYaml } from "../helpers/upgrade.js";
 
 let host: ReleaseHost;
 
@@ -109,10 +109,14 @@ describe("check", () => {
 });
 
 describe("apply", () => {
-  test("not running from an installed release: 409 upgrade_not_installed, nothing fetched", async () => {
+  test("not running from an installed release: status says so (installed_release false), apply is 409 upgrade_not_installed, nothing fetched", async () => {
     publish("9.9.9");
     const s = await startUpgradable({ releaseApi: host.api });
     try {
+      expect(await status(s.apiUrl)).toMatchObject({ state: "idle", installed_release: false });
+      type Doc = { paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, { type: string }> } }> }> } }> };
+      const doc = (await (await fetch(`${s.apiUrl}/api/openapi.json`)).json()) as Doc;
+      expect(doc.paths["/api/upgrade/status"].get.responses["200"].content["application/json"].schema.properties.installed_release.type).toBe("boolean");
       const before = host.requests.length;
       const res = await post(s.apiUrl, "/api/upgrade/apply");
       expect(res.status).toBe(409);
@@ -130,6 +134,7 @@ describe("apply", () => {
     const upgrader = s.app.upgradeActor;
     const open = host.hold();
     try {
+      expect(await status(s.apiUrl)).toMatchObject({ state: "idle", installed_release: true });
       const res = await post(s.apiUrl, "/api/upgrade/apply", { target: "latest", bundle: "auto", outbound: "remote", socks5: null, allow_prerelease: false });
       expect(res.status).toBe(202);
       expect(await res.json()).toMatchObject({ ok: true, action: "upgrade_apply", status: "accepted" });

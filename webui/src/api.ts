@@ -120,6 +120,15 @@ export function errorText(err: unknown): string {
   return String(err);
 }
 
+/**
+ * Text for a refused or failed request that names the HTTP status and code, so a 409 (busy) or 503
+ * (unavailable) reads as a refusal rather than as a fault: "Refused (409 cron_job_already_running): …".
+ */
+export function refusalText(err: unknown): string {
+  if (err instanceof ApiFailure) return `${err.status >= 500 && err.status !== 503 ? "Failed" : "Refused"} (${err.status} ${err.code}): ${err.message}`;
+  return errorText(err);
+}
+
 /** Asks the server whether this tab may use the API (credentials needed or accepted). */
 export async function probe(): Promise<void> {
   try {

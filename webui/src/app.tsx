@@ -10,6 +10,7 @@ import { Notice } from "./components/ui";
 import { capabilities, loadCapabilities, type PluginInfo } from "./features";
 import { href, route } from "./router";
 import { ConfigPage } from "./pages/config";
+import { JobsPage } from "./pages/jobs";
 import { LogsPage } from "./pages/logs";
 import { PluginsPage } from "./pages/plugins";
 import { SignIn } from "./pages/sign-in";
@@ -33,12 +34,11 @@ const PAGES: Page[] = [
   { id: "plugins", title: "Plugins", sources: () => null, render: () => <PluginsPage /> },
   { id: "config", title: "Configuration", sources: () => null, render: () => <ConfigPage /> },
   { id: "system", title: "System", sources: () => null, render: () => <SystemPage /> },
-  // SLOT(part 2): cron jobs (status, run now) and downloads (status, run).
   {
     id: "jobs",
     title: "Cron & downloads",
     sources: () => [...capabilities.value.cron, ...capabilities.value.downloads],
-    render: () => <SlotPage title="Cron & downloads" what="cron jobs and downloads" sources={[...capabilities.value.cron, ...capabilities.value.downloads]} />,
+    render: () => <JobsPage />,
   },
 ];
 

@@ -40,10 +40,10 @@ export const capabilities = computed(() => ({
   // SLOT(part 2): Overview and Query log read a query recorder's stats, records and stream routes.
   overview: servingAny("GET", "stats/timeseries"),
   records: servingAny("GET", "records"),
-  // SLOT(part 2): cron jobs and downloads.
+  // Cron jobs and downloads (the Cron & downloads page, and their cards on the Plugins page).
   cron: servingAny("GET", "jobs/status"),
   downloads: servingAny("GET", "downloads"),
-  // SLOT(part 2): upgrade check/apply, present only in builds with the upgrade feature.
+  // Upgrade check/apply (the System page's Upgrade card), only in builds with the upgrade feature.
   upgrade: apiPaths.value.has("/api/upgrade/status"),
 }));
 

@@ -31,3 +31,22 @@ export const count = (n: number): string => n.toLocaleString();
 
 /** The first 12 hex digits of a version digest. */
 export const shortVersion = (v: string | null | undefined): string => (v ? v.slice(0, 12) : "—");
+
+/** 512 B, 12.3 KiB, 4.0 MiB; "—" for null (no file). */
+export function bytes(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "—";
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** "in 4 min 10 s" or "4 min 10 s ago" relative to `now`. */
+export function relative(ms: number, now: number): string {
+  return ms >= now ? `in ${duration(ms - now)}` : `${duration(now - ms)} ago`;
+}

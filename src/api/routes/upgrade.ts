@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { sendIfAccepted } from "../../../actors/ask.js";
 import { upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
 import { checkUpgrade } from "../../upgrade/engine.js";
+import { detectInstallDir } from "../../upgrade/layout.js";
 import { resolveOptions, upgradeRequestSchema, UpgradeConfigError, type UpgradeOptions, type UpgradeRequest } from "../../upgrade/options.js";
 import { VERSION } from "../../version.js";
 import { ApiError, errorResponses } from "../errors.js";
@@ -51,6 +52,7 @@ const statusSchema = {
     restart_required: { type: "boolean" },
     current_version: { type: "string", description: "The version this process runs" },
     target_version: str,
+    installed_release: { type: "boolean", description: "true when this process runs from an installed release (or upgrade.install_dir is set), so apply can work; false: apply answers 409 upgrade_not_installed" },
   },
 } as const;
 
@@ -88,6 +90,8 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
     restart_required: state === "restarting",
     current_version: VERSION,
     target_version: c.target_version,
+    // The same test apply makes, so a client can tell before asking whether apply can work.
+    installed_release: detectInstallDir(host.upgradeSettings()?.install_dir, host.baseDir) !== null,
   };
 }
 

@@ -1,13 +1,17 @@
 // Plugins: every plugin of the running configuration (GET /api/plugins) with its kind, type and
 // actor state, grouped by kind, with the controls its routes allow: matcher modes, provider reloads,
-// the cache browser. Cron and download controls come with their own page (SLOT, part 2).
+// the cache browser, a cron plugin's jobs and a download plugin's items (those two also have their own
+// page, Cron & downloads).
 
+import type { ComponentChildren } from "preact";
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
 import { errorText } from "../api";
 import { generation, loadPlugins, plugins, serves, type PluginInfo } from "../features";
 import { Badge, Notice, toneOf } from "../components/ui";
 import { CacheBrowser } from "./cache-browser";
+import { CronJobs } from "./cron-jobs";
+import { Downloads } from "./downloads";
 import { MatcherControl, ProviderControl } from "./plugin-controls";
 
 const KINDS: { kind: string; title: string }[] = [
@@ -26,6 +30,17 @@ function stateWord(value: unknown): string {
     return key === undefined ? "" : inner === undefined || inner === null ? key : `${key}.${stateWord(inner)}`;
   }
   return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
+}
+
+/** A section of a card that is built (and polls the server) only while it is open. */
+function Expand({ summary, testId, children }: { summary: string; testId: string; children: () => ComponentChildren }) {
+  const open = useSignal(false);
+  return (
+    <details class="expand" data-testid={testId} onToggle={(e) => (open.value = e.currentTarget.open)}>
+      <summary>{summary}</summary>
+      {open.value && children()}
+    </details>
+  );
 }
 
 function PluginCard({ plugin }: { plugin: PluginInfo }) {
@@ -52,6 +67,16 @@ function PluginCard({ plugin }: { plugin: PluginInfo }) {
       {matcher && <MatcherControl tag={plugin.tag} />}
       {provider && <ProviderControl tag={plugin.tag} />}
       {serves(plugin, "GET", "entries") && <CacheBrowser tag={plugin.tag} />}
+      {serves(plugin, "GET", "jobs/status") && (
+        <Expand summary="Jobs" testId={`jobs-${plugin.tag}`}>
+          {() => <CronJobs tag={plugin.tag} />}
+        </Expand>
+      )}
+      {serves(plugin, "GET", "downloads") && (
+        <Expand summary="Downloads" testId={`downloads-of-${plugin.tag}`}>
+          {() => <Downloads tag={plugin.tag} />}
+        </Expand>
+      )}
       {plugin.routes.length > 0 && (
         <details class="routes">
           <summary>API routes ({plugin.routes.length})</summary>

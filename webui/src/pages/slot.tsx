@@ -1,5 +1,5 @@
 // SLOT(part 2): pages whose routes the server offers but whose views come in the dashboard's second
-// part (Overview, Query log, Cron & downloads). They say so and point at the API; they show no data.
+// part (Overview, Query log). They say so and point at the API; they show no data.
 
 import type { PluginInfo } from "../features";
 

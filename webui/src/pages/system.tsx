@@ -1,5 +1,6 @@
 // System: health (GET /api/health), build (GET /api/build), system figures (GET /api/system, polled,
-// with CPU and memory charted over the time this page is open) and the reload status.
+// with CPU and memory charted over the time this page is open), the reload status, and the Upgrade
+// card when the build has the upgrade routes.
 
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
@@ -11,6 +12,7 @@ import { Badge, Facts, Notice, toneOf } from "../components/ui";
 import { capabilities } from "../features";
 import { duration, shortVersion, when } from "../format";
 import type { ReloadStatus } from "./config";
+import { restarts, UpgradeCard } from "./upgrade";
 
 interface Health {
   status: "ok" | "not_ready";
@@ -79,16 +81,20 @@ export function SystemPage() {
       }
     };
     void poll();
-    void api<{ build: BuildRecord }>("api/build").then(
-      (b) => (build.value = b.build),
-      (err: unknown) => (error.value = errorText(err)),
-    );
     const timer = window.setInterval(() => void poll(), POLL_MS);
     return () => {
       stopped = true;
       clearInterval(timer);
     };
   }, []);
+
+  // Read again after an upgrade restarted the service into another release.
+  useEffect(() => {
+    void api<{ build: BuildRecord }>("api/build").then(
+      (b) => (build.value = b.build),
+      (err: unknown) => (error.value = errorText(err)),
+    );
+  }, [restarts.value]);
 
   const hv = h.value;
   const s = sys.value;
@@ -113,6 +119,7 @@ export function SystemPage() {
               testId="health-facts"
               rows={[
                 ["Status", <Badge tone={toneOf(hv.status)}>{hv.status}</Badge>],
+                ["Version", <span data-testid="health-version">{hv.version}</span>],
                 ...Object.entries(hv.checks).map(([k, v]): [string, ComponentChildren] => [`Check ${k}`, <Badge tone={toneOf(v)}>{v}</Badge>]),
                 ["Plugins", `${hv.plugins.total} (${hv.plugins.servers} servers)`],
                 ["Uptime", duration(hv.uptime_ms)],
@@ -175,13 +182,7 @@ export function SystemPage() {
           ]}
         />
       </article>
-      {capabilities.value.upgrade && (
-        // SLOT(part 2): upgrade check/apply (POST /api/upgrade/check, /apply; GET /api/upgrade/status).
-        <article class="card wide" aria-labelledby="upgrade-title" data-slot="upgrade">
-          <h2 id="upgrade-title">Upgrade</h2>
-          <p class="hint">This build has the upgrade routes; their controls are not part of this dashboard version yet. Use POST /api/upgrade/check.</p>
-        </article>
-      )}
+      {capabilities.value.upgrade && <UpgradeCard />}
     </section>
   );
 }

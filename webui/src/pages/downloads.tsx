@@ -1,0 +1,168 @@
+// A download plugin's items (GET .../downloads): status, last run, last success, last error and the
+// size on disk, with "Run" for one item and "Run all" (POST .../download, answered when the batch is
+// done). A refusal (409: a batch of this plugin is already running, e.g. started by a cron job) is
+// shown above the table; a batch whose items failed says which ones, the old files being kept.
+
+import { useSignal } from "@preact/signals";
+import { useEffect, useRef } from "preact/hooks";
+import { api, errorText, pluginPath, refusalText, send } from "../api";
+import { useEvery } from "../components/every";
+import { Badge, Notice, type Tone } from "../components/ui";
+import { bytes, when } from "../format";
+
+export interface DownloadItem {
+  index: number;
+  url: string;
+  path: string;
+  running: boolean;
+  last_run_ms: number | null;
+  last_success_ms: number | null;
+  last_error: string | null;
+  size_bytes: number | null;
+}
+
+interface BatchResult {
+  ok: boolean;
+  total: number;
+  succeeded: number;
+  failed: number;
+}
+
+/** Seconds between reads while nothing runs (every second while a batch runs). */
+const IDLE_EVERY = 5;
+
+function itemState(i: DownloadItem): { word: string; tone: Tone } {
+  if (i.running) return { word: "running", tone: "info" };
+  if (i.last_error !== null) return { word: "failed", tone: "error" };
+  if (i.last_success_ms !== null) return { word: "ok", tone: "ok" };
+  return { word: "not run yet", tone: "muted" };
+}
+
+const fileName = (path: string): string => path.split(/[\\/]/).pop() ?? path;
+
+export function Downloads({ tag }: { tag: string }) {
+  const items = useSignal<DownloadItem[] | null>(null);
+  const error = useSignal<string | null>(null);
+  /** "all", an item index, or null: the batch this page asked for and waits on. */
+  const asking = useSignal<"all" | number | null>(null);
+  const result = useSignal<{ tone: Tone; text: string } | null>(null);
+  const ticks = useRef(0);
+
+  const load = async (): Promise<void> => {
+    try {
+      items.value = (await api<{ items: DownloadItem[] }>(pluginPath(tag, "downloads"))).items;
+      error.value = null;
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  };
+
+  useEffect(() => {
+    void load();
+  }, [tag]);
+
+  useEvery(1000, () => {
+    const active = asking.value !== null || (items.value ?? []).some((i) => i.running);
+    if (active || ++ticks.current % IDLE_EVERY === 0) return load();
+  });
+
+  const run = async (which: "all" | number): Promise<void> => {
+    asking.value = which;
+    result.value = null;
+    const what = which === "all" ? "all downloads" : `download #${which}`;
+    try {
+      // The answer comes when the batch is done; the ticker shows its items running meanwhile.
+      void load();
+      const r = await send<BatchResult>("POST", pluginPath(tag, "download"), which === "all" ? {} : { index: which });
+      result.value =
+        r.failed === 0
+          ? { tone: "ok", text: `Ran ${what}: ${r.succeeded} of ${r.total} downloaded.` }
+          : { tone: "warn", text: `Ran ${what}: ${r.failed} of ${r.total} failed (their previous files are unchanged; see Last error), ${r.succeeded} downloaded.` };
+    } catch (err) {
+      result.value = { tone: "error", text: `Could not run ${what}. ${refusalText(err)}` };
+    } finally {
+      asking.value = null;
+      await load();
+    }
+  };
+
+  const list = items.value;
+  const busy = asking.value !== null;
+  return (
+    <div class="control" data-testid={`downloads-${tag}`}>
+      <div class="toolbar">
+        <button type="button" onClick={() => void run("all")} disabled={busy} aria-label={`Run all downloads of ${tag}`}>
+          {asking.value === "all" ? "Running all…" : "Run all"}
+        </button>
+        <button type="button" onClick={() => void load()} aria-label={`Refresh downloads of ${tag}`}>
+          Refresh
+        </button>
+      </div>
+      {result.value && (
+        <Notice tone={result.value.tone} testId="download-result">
+          {result.value.text}
+        </Notice>
+      )}
+      {error.value && <Notice tone="error">{error.value}</Notice>}
+      {list === null && !error.value && <p class="hint">Loading downloads…</p>}
+      {list !== null && (
+        <div class="table-wrap">
+          {/* On a phone each row becomes a block of labelled lines (pages.css, table.stack). */}
+          <table class="stack">
+            <thead>
+              <tr>
+                <th scope="col">
+                  <span class="sr-only">Run</span>
+                </th>
+                <th scope="col">File</th>
+                <th scope="col">Status</th>
+                <th scope="col">Size</th>
+                <th scope="col">Last success</th>
+                <th scope="col">Last run</th>
+                <th scope="col">Last error</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((i) => {
+                const st = itemState(i);
+                return (
+                  <tr key={i.index} data-index={i.index} data-state={st.word}>
+                    <td>
+                      <button type="button" class="small" onClick={() => void run(i.index)} disabled={busy} aria-label={`Run download #${i.index} (${fileName(i.path)}) of ${tag}`}>
+                        {asking.value === i.index ? "Running…" : "Run"}
+                      </button>
+                    </td>
+                    <td data-label="File">
+                      <div>
+                        <span class="mono" title={i.path}>
+                          {fileName(i.path)}
+                        </span>
+                        <br />
+                        <span class="hint mono url">{i.url}</span>
+                      </div>
+                    </td>
+                    <td data-label="Status">
+                      <span>
+                        <Badge tone={st.tone}>{st.word}</Badge>
+                      </span>
+                    </td>
+                    <td class="nowrap" data-label="Size" data-col="size">
+                      {bytes(i.size_bytes)}
+                    </td>
+                    <td data-label="Last success" data-col="success">
+                      {when(i.last_success_ms)}
+                    </td>
+                    <td data-label="Last run">{when(i.last_run_ms)}</td>
+                    <td data-label="Last error" data-col="error" class="error-text">
+                      {i.last_error ?? "—"}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
+  );
+}
