@@ -53,6 +53,7 @@ export function healthRecord(host: ApiHost): { body: Record<string, unknown>; re
   const servers = serverCount(host);
   const serverStartup = ready && servers > 0 ? "ok" : "not_ready";
   const pluginInit = ready ? "ok" : "not_ready";
+  const redis = host.redisStatus();
   return {
     ready,
     body: {
@@ -60,7 +61,8 @@ export function healthRecord(host: ApiHost): { body: Record<string, unknown>; re
       version: VERSION,
       build_bundle: host.catalog.build.bundle,
       uptime_ms: uptimeMs(host),
-      checks: { api: "ok", plugin_init: pluginInit, server_startup: serverStartup },
+      // Redis down leaves the instance serving from its local cache: reported, not "not_ready".
+      checks: { api: "ok", plugin_init: pluginInit, server_startup: serverStartup, ...(redis.configured ? { redis: redis.ok ? "ok" : "down" } : {}) },
       plugins: { total: ready ? (host.liveRuntime()?.plugins.size ?? 0) : 0, servers },
     },
   };

@@ -32,7 +32,15 @@ export const healthSchema = {
     version: str,
     build_bundle: str,
     uptime_ms: int,
-    checks: { type: "object", properties: { api: str, plugin_init: str, server_startup: str } },
+    checks: {
+      type: "object",
+      properties: {
+        api: str,
+        plugin_init: str,
+        server_startup: str,
+        redis: { type: "string", enum: ["ok", "down"], description: "Only when Redis is configured (cache redis, cluster): down while a connection is being retried; the instance keeps serving" },
+      },
+    },
     plugins: { type: "object", properties: { total: int, servers: int } },
   },
 } as const;

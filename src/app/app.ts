@@ -13,6 +13,7 @@ import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
 import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
+import { RedisHub, type RedisStatus } from "../cluster/redis.js";
 import { saveConfigFile } from "../config/save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { configLimits } from "../config/limits.js";
@@ -87,7 +88,8 @@ export class App implements ApiHost {
     this.logRing = new LogRing(LOG_RING_CAPACITY, this.bus);
     const config = initial.config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
-    this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
+    const metrics = new MetricsHub();
+    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     this.actor = createAppActor(this, this.bus, { clock: Date.now, describe, upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null } });
     this.logStateChanges();
@@ -197,6 +199,10 @@ export class App implements ApiHost {
     return this.current;
   }
 
+  redisStatus(): RedisStatus {
+    return this.services.redis.status();
+  }
+
   // ---- procedures invoked by the app machine -------------------------------------------------
 
   async startApi(): Promise<void> {
@@ -272,6 +278,7 @@ export class App implements ApiHost {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
     this.current = null;
     await this.services.listeners.closeAll();
+    await this.services.redis.closeAll();
     await this.api?.close();
     this.api = null;
     await this.validator.close();
