@@ -4,6 +4,7 @@
 
 import type { AppActor, ConfigActor, UpgradeActor } from "../../actors/app.actor.js";
 import type { Bus } from "../bus.js";
+import type { SharedChange } from "../cluster/cluster.js";
 import type { RedisStatus } from "../cluster/redis.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
 import type { ConfigValidator } from "../config/validate-pool.js";
@@ -46,4 +47,6 @@ export interface ApiHost {
   liveRuntime(): LiveRuntime | null;
   /** The Redis connections (cache tiers, cluster): none, all up, or some being retried. */
   redisStatus(): RedisStatus;
+  /** Tells the other members of this instance's cluster about a change its API made (nothing without a cluster). */
+  publishChange(change: SharedChange): void;
 }

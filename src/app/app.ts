@@ -4,8 +4,8 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { controlResolver, createAppActor, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
-import { RefusedError, sendIfAccepted } from "../../actors/ask.js";
+import { concernActor, controlResolver, createAppActor, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
+import { ask, RefusedError, sendIfAccepted } from "../../actors/ask.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
 import { upgradeState, type RestoredUpgrade, type UpgradeOutcome } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
@@ -13,7 +13,9 @@ import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
 import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
+import { ClusterLink, type ApplyOutcome, type SharedChange } from "../cluster/cluster.js";
 import { RedisHub, type RedisStatus } from "../cluster/redis.js";
+import { instanceName, type ClusterConfig } from "../config/cluster.js";
 import { saveConfigFile } from "../config/save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { configLimits } from "../config/limits.js";
@@ -79,6 +81,8 @@ export class App implements ApiHost {
   private api: ApiServer | null = null;
   /** The startup failure, kept with its type for the CLI. */
   private startupError: unknown = null;
+  /** Membership of the configuration's `cluster`, if it has one. */
+  private cluster: ClusterLink | null = null;
 
   private constructor(
     readonly options: AppOptions,
@@ -203,6 +207,36 @@ export class App implements ApiHost {
     return this.services.redis.status();
   }
 
+  publishChange(change: SharedChange): void {
+    this.cluster?.publish(change);
+  }
+
+  // ---- the cluster (src/cluster/cluster.ts) --------------------------------------------------
+
+  /** Joins, leaves or rejoins the cluster when a configuration brings a different `cluster` section. */
+  private syncCluster(config: ClusterConfig | null): void {
+    if (JSON.stringify(config) === JSON.stringify(this.cluster?.config ?? null)) return;
+    void this.cluster?.close();
+    this.cluster = config ? new ClusterLink(config, instanceName(config), this.services.redis, this.metrics, this.log, (c, from) => this.applyChange(c, from)) : null;
+  }
+
+  /** A change from another member, asked of this member's concern actor for the same plugin, as its API would. */
+  private async applyChange(change: SharedChange, from: string): Promise<ApplyOutcome> {
+    const g = this.actor.getSnapshot().context.current;
+    const live = this.current?.plugins.get(change.tag);
+    const found = this.catalog.lookup(change.type);
+    const shared = "def" in found ? found.def.control?.shared : undefined;
+    const event = live?.type === change.type && shared?.events.includes(change.event.type) ? shared.replay(change.event, Date.now()) : null;
+    const actor = g === null || event === null ? undefined : concernActor(this.actor.system, g, change.tag);
+    if (!actor || event === null) {
+      this.log.debug({ target: "cluster", from, plugin: change.tag, type: change.type, event: change.event.type }, "a change from another member does not apply here");
+      return "ignored";
+    }
+    await ask(actor, event);
+    this.log.info({ target: "cluster", from, plugin: change.tag, event: event.type }, "applied a change from another member");
+    return "applied";
+  }
+
   // ---- procedures invoked by the app machine -------------------------------------------------
 
   async startApi(): Promise<void> {
@@ -249,6 +283,7 @@ export class App implements ApiHost {
     this.current = runtime;
     if (!this.options.logLevel) this.log.level = pinoLevel(runtime.config.log.level);
     if (runtime.config.api) this.api?.updatePolicy(runtime.config.api);
+    this.syncCluster(runtime.config.cluster);
     this.services.metrics.retainTags(runtime.allTags());
     if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation }, "sluice started");
   }
@@ -278,6 +313,8 @@ export class App implements ApiHost {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
     this.current = null;
     await this.services.listeners.closeAll();
+    await this.cluster?.close();
+    this.cluster = null;
     await this.services.redis.closeAll();
     await this.api?.close();
     this.api = null;

@@ -7,6 +7,9 @@
 import { createClient, RESP_TYPES } from "redis";
 import type { Logger } from "../observability/logger.js";
 import type { Cell, MetricsHub } from "../observability/metrics.js";
+import { redactUrl } from "./redis-url.js";
+
+export { redactUrl, redisUrlProblem } from "./redis-url.js";
 
 /** Longest wait between two reconnection attempts, ms. */
 export const MAX_BACKOFF_MS = 5_000;
@@ -19,31 +22,6 @@ const PING_INTERVAL_MS = 5_000;
 export function backoff(n: number): number {
   const base = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(n, 16));
   return Math.round(base * (0.8 + Math.random() * 0.4));
-}
-
-/** Problems with a Redis URL as a configuration value (null when usable). */
-export function redisUrlProblem(url: string): string | null {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return `'${redactUrl(url)}' is not a URL (redis://[user:password@]host:port[/db])`;
-  }
-  if (u.protocol !== "redis:" && u.protocol !== "rediss:") return `Redis URL must start with redis:// or rediss:// (TLS), not ${u.protocol}//`;
-  if (u.hostname === "") return "Redis URL needs a host";
-  if (u.pathname !== "" && u.pathname !== "/" && !/^\/\d{1,2}$/.test(u.pathname)) return "Redis URL path must be a database number (/0 ... /15)";
-  return null;
-}
-
-/** host:port/db of a Redis URL, without credentials. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    const db = u.pathname.replace(/^\//, "") || "0";
-    return `${u.hostname}:${u.port || "6379"}/${db}`;
-  } catch {
-    return "(unparsable URL)";
-  }
 }
 
 function newClient(url: string) {
@@ -138,6 +116,8 @@ export interface RedisStatus {
 
 export class RedisHub {
   private readonly links = new Map<string, RedisLink>();
+  /** Subscriber connections (one per cluster member), reported with the others. */
+  private readonly subscribers = new Set<RedisLink>();
   private readonly up: (labels: { target: string }) => Cell;
 
   constructor(
@@ -162,7 +142,14 @@ export class RedisHub {
   /** A second connection to the same Redis for a subscriber (pub/sub takes a connection for itself). */
   subscriber(url: string): RedisLink {
     const target = redactUrl(url);
-    return new RedisLink(url, target, { value: 0 }, this.log);
+    const link = new RedisLink(url, target, { value: 0 }, this.log);
+    this.subscribers.add(link);
+    return link;
+  }
+
+  /** A closed subscriber is no longer reported. */
+  forget(link: RedisLink): void {
+    this.subscribers.delete(link);
   }
 
   async release(link: RedisLink, owner: object): Promise<void> {
@@ -173,13 +160,14 @@ export class RedisHub {
   }
 
   status(): RedisStatus {
-    const links = [...this.links.values()].map((l) => ({ target: l.target, ready: l.ready }));
+    const links = [...this.links.values(), ...this.subscribers].map((l) => ({ target: l.target, ready: l.ready }));
     return { configured: links.length > 0, ok: links.every((l) => l.ready), links };
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.links.values()];
+    const all = [...this.links.values(), ...this.subscribers];
     this.links.clear();
+    this.subscribers.clear();
     await Promise.all(all.map((l) => l.close()));
   }
 }

@@ -162,4 +162,6 @@ export const cacheControl: PluginControl<CacheExecutor> = {
     input: { tag: env.tag },
   }),
   routes,
+  // The member that was asked has cleared the shared Redis level; the others clear their own memory.
+  shared: { events: ["CACHE.FLUSH"], replay: () => ({ type: "CACHE.FLUSH", from_peer: true }) },
 };

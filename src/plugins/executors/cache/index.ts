@@ -1,7 +1,7 @@
 // `cache`: answers repeated questions from stored wire bytes, runs the rest of the sequence on a miss and stores its answer.
 
 import { ArgError, argProblems, definePlugin } from "../../../registry/types.js";
-import { redisUrlProblem } from "../../../cluster/redis.js";
+import { redisUrlProblem } from "../../../cluster/redis-url.js";
 import { cacheControl } from "./control.js";
 import { CacheExecutor } from "./executor.js";
 import { RedisTier, redisTierStats } from "./redis-tier.js";
