@@ -49,4 +49,6 @@ export interface ApiHost {
   redisStatus(): RedisStatus;
   /** Tells the other members of this instance's cluster about a change its API made (nothing without a cluster). */
   publishChange(change: SharedChange): void;
+  /** A replica's follower of its primary's configuration (--config-from), null otherwise. */
+  followStatus(): Record<string, unknown> | null;
 }

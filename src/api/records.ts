@@ -9,11 +9,14 @@ import type { ApiHost } from "./host.js";
 export interface ReloadRecord extends ReloadStatus {
   pending: boolean;
   in_progress: boolean;
+  /** A replica's follower (--config-from). */
+  follow?: Record<string, unknown>;
 }
 
 export function reloadRecord(host: ApiHost): ReloadRecord {
   const r = host.actor.getSnapshot().context.reload;
-  return { ...r, pending: r.status === "pending", in_progress: r.status === "in_progress" };
+  const follow = host.followStatus();
+  return { ...r, pending: r.status === "pending", in_progress: r.status === "in_progress", ...(follow ? { follow } : {}) };
 }
 
 /** The app machine's state, as the API names it. */

@@ -21,6 +21,21 @@ export const reloadSchema = {
     last_error: nullableStr,
     running_version: nullableStr,
     target_version: nullableStr,
+    follow: {
+      type: "object",
+      description: "Only on a replica started with --config-from: the primary it follows and what the last poll found",
+      properties: {
+        source: str,
+        state: { type: "string", enum: ["waiting", "polling", "applying"] },
+        interval_ms: int,
+        version: nullableStr,
+        applied_version: nullableStr,
+        refused_version: nullableStr,
+        last_poll_ms: nullableInt,
+        last_applied_ms: nullableInt,
+        last_error: nullableStr,
+      },
+    },
   },
 } as const;
 

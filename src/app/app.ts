@@ -14,6 +14,8 @@ import type { ApiHost } from "../api/host.js";
 import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
 import { ClusterLink, type ApplyOutcome, type SharedChange } from "../cluster/cluster.js";
+import { sourceName } from "../cluster/config-source.js";
+import { followRecord, startFollower, type FollowActor, type Following } from "../cluster/follow.js";
 import { RedisHub, type RedisStatus } from "../cluster/redis.js";
 import { instanceName, type ClusterConfig } from "../config/cluster.js";
 import { saveConfigFile } from "../config/save.js";
@@ -45,12 +47,20 @@ export interface AppOptions {
   catalog?: Catalog;
   /** The last upgrade's outcome recorded in the install directory (GET /api/upgrade/status shows it). */
   upgradeRestored?: RestoredUpgrade | null;
+  /** A replica: follow the primary's configuration (--config-from). */
+  follow?: Following;
 }
 
 /** Loads and statically validates a configuration file. Throws ConfigError. */
 export function checkConfig(configPath: string, catalog: Catalog, env?: NodeJS.ProcessEnv): { config: SluiceConfig; analysis: Analysis } {
   const config = loadConfigFile(configPath, { env });
   return { config, analysis: analyzeConfig(config, catalog) };
+}
+
+/** Sends `event` if the actor takes it now; otherwise nothing (a report that only matters when it can be shown). */
+function sendIfAcceptedQuietly(actor: AppActor, event: Parameters<AppActor["send"]>[0]): void {
+  const snap = actor.getSnapshot();
+  if (snap.status === "active" && snap.can(event)) actor.send(event);
 }
 
 /** Ring capacity of GET /api/logs. */
@@ -83,6 +93,8 @@ export class App implements ApiHost {
   private startupError: unknown = null;
   /** Membership of the configuration's `cluster`, if it has one. */
   private cluster: ClusterLink | null = null;
+  /** A replica's follower of its primary's configuration. */
+  private follower: FollowActor | null = null;
 
   private constructor(
     readonly options: AppOptions,
@@ -111,7 +123,20 @@ export class App implements ApiHost {
     const snap = await waitFor(app.actor, (s) => s.matches({ running: "serving" }) || s.status === "done", { timeout: Infinity });
     // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
     if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
+    if (options.follow && snap.status === "active") app.follow(options.follow);
     return app;
+  }
+
+  /** A replica: report how the pull before start went, then poll the primary. */
+  private follow(following: Following): void {
+    const { initial, source } = following;
+    const name = sourceName(source);
+    if (initial.applied) this.log.info({ target: "config", source: name, version: initial.version }, "configuration pulled from the primary");
+    else if (initial.version !== null) {
+      this.log.warn({ target: "config", source: name, version: initial.version, err: initial.error }, "configuration from the primary refused; the last good configuration keeps serving");
+      sendIfAcceptedQuietly(this.actor, { type: "RELOAD.REFUSED", error: initial.error ?? "refused", version: initial.version });
+    } else this.log.warn({ target: "config", source: name, err: initial.error }, "the primary could not be read; serving the local configuration and polling");
+    this.follower = startFollower(this, following);
   }
 
   /** Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed. */
@@ -209,6 +234,10 @@ export class App implements ApiHost {
 
   publishChange(change: SharedChange): void {
     this.cluster?.publish(change);
+  }
+
+  followStatus(): Record<string, unknown> | null {
+    return this.follower ? followRecord(this.follower) : null;
   }
 
   // ---- the cluster (src/cluster/cluster.ts) --------------------------------------------------
@@ -311,6 +340,7 @@ export class App implements ApiHost {
 
   async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
+    this.follower?.stop();
     this.current = null;
     await this.services.listeners.closeAll();
     await this.cluster?.close();
