@@ -103,7 +103,7 @@ export function fetchConfig(s: ConfigSource): Promise<Fetched> {
         try {
           resolve(readAnswer(res.statusCode ?? 0, Buffer.concat(chunks).toString("utf8")));
         } catch (err) {
-          reject(err);
+          reject(err instanceof Error ? err : new Error(String(err)));
         }
       });
     });
