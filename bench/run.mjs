@@ -8,6 +8,7 @@ import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runCluster } from "./lib/cluster.mjs";
 import { dnsperf } from "./lib/dnsperf.mjs";
 import { dohRcodes, load, writeDohUris } from "./lib/h2load.mjs";
 import { measureServers } from "./lib/measure.mjs";
@@ -50,7 +51,8 @@ const SCENARIOS = [
   { name: "tls", purpose: "cache-hot over DNS over TLS (4 connections, `tcp_server` with cert and key); unbound caching and serving DoT (`tls-port`).", config: "cache-hot-dot", queries: "local", ref: "cache", mode: "dot", servers: ["sluice", "unbound"], expect: { NOERROR: 1 } },
   { name: "doh", purpose: "cache-hot over DNS over HTTPS (HTTP/2, GET, 4 connections, `http_server`); unbound caching and serving DoH (`https-port`).", config: "cache-hot-doh", queries: "local", ref: "cache", mode: "doh", servers: ["sluice", "unbound"], expect: { NOERROR: 1 } },
 ];
-const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory"];
+// `cluster` (three instances behind dnsdist, Redis) runs only when asked for: --only cluster.
+const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "cluster"];
 
 const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304 };
 const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test" };
@@ -343,7 +345,8 @@ async function main() {
     log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
     const ceiling = await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test");
-    if (selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
+    const withCluster = opts.only?.includes("cluster") ?? false;
+    if (withCluster || selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
       const conf = await unboundConfig({ name: "upstream", port: PORTS.upstream, dir: tmp, mode: "local" });
       await startServer("upstream", tools.unbound, ["-c", conf], PORTS.upstream, PROBE_NAME.local, { cpus: LOAD_CPUS });
     }
@@ -353,9 +356,13 @@ async function main() {
       log(`${sc.name}: ${sc.purpose}`);
       results.push(await runScenario(sc, { ...ctx, ceiling }));
     }
+    const cluster = withCluster
+      ? (log("cluster: three instances behind dnsdist (chashed, PROXY protocol) with a Redis cache level; cache hits through dnsdist, and Redis-hit latency"),
+        await runCluster({ tmp, cli, file: ctx.queries.local, probe: PROBE_NAME.local, upstreamPort: PORTS.upstream, serverCpus: SERVER_CPUS, loadCpus: LOAD_CPUS, satRounds: PLAN.satRounds, satSeconds: PLAN.satSeconds, saturation: SATURATION, log }))
+      : null;
     await stopAll();
     const memory = withMemory ? (log(`memory: ${(MEMORY_NAMES * (opts.quick ? 0.2 : 1)).toLocaleString("en-US")} names through a 100 000-entry cache`), await runMemory(ctx)) : null;
-    await report(results, memory, began, cpuShares(cpuAtStart, cpuReading()));
+    await report(results, memory, began, cpuShares(cpuAtStart, cpuReading()), cluster);
     const failed = results.some((r) => Object.values(r.servers).some((s) => s.error));
     if (failed) process.exitCode = 1;
   } finally {
@@ -368,8 +375,9 @@ async function main() {
  * Prints the tables and writes the JSON (and the README section with --record).
  * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {number} began
  * @param {{ otherProcesses: number, steal: number }} interference
+ * @param {import("./lib/cluster.mjs").ClusterResult | null} cluster
  */
-async function report(results, memory, began, interference) {
+async function report(results, memory, began, interference, cluster) {
   const targets = judgeTargets(results, memory);
   const seconds = Math.round((Date.now() - began) / 1000);
   const when = new Date(began).toISOString();
@@ -388,10 +396,11 @@ async function report(results, memory, began, interference) {
   if (results.length > 0) sections.push(purposes(results), resultsTable(results));
   if (results.some((r) => r.provider)) sections.push(providerLines(results));
   if (memory) sections.push(`Memory (${memory.names.toLocaleString("en-US")} distinct names at ${memory.rate.toLocaleString("en-US")} QPS through \`cache\` size ${memory.cacheSize.toLocaleString("en-US")}):`, memoryTable(memory));
+  if (cluster) sections.push(clusterLines(cluster));
   sections.push(targetsTable(targets));
   const text = sections.join("\n\n");
   console.log(`\n${text}\n`);
-  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, targets };
+  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, cluster, targets };
   await mkdir(join(BENCH, "results"), { recursive: true });
   const body = JSON.stringify(json, null, 2) + "\n";
   await writeFile(join(BENCH, "results", `${when.replace(/:/g, "-")}.json`), body);
@@ -400,6 +409,24 @@ async function report(results, memory, began, interference) {
     await recordReadme(join(BENCH, "README.md"), text);
     console.log("bench/README.md updated");
   }
+}
+
+/** @param {import("./lib/cluster.mjs").ClusterResult} c */
+function clusterLines(c) {
+  if (c.skipped || !c.qps || !c.latency) return `Cluster: ${c.skipped ?? "no result"}.`;
+  const best = (/** @type {number[]} */ xs) => Math.round(Math.max(...xs)).toLocaleString("en-US");
+  const ms = (/** @type {number | null} */ v) => (v === null ? "—" : `${v.toFixed(2)} ms`);
+  const l = c.latency;
+  return [
+    "Cluster (three instances behind dnsdist, chashed, PROXY protocol; `cache` with a Redis level):",
+    "",
+    "| measure | value |",
+    "|---|---|",
+    `| cache hits through dnsdist, QPS (best round; lost) | ${best(c.qps.dnsdist)} (${c.qps.lostDnsdist}) |`,
+    `| cache hits from one instance asked directly, QPS (best round; lost) | ${best(c.qps.direct)} (${c.qps.lostDirect}) |`,
+    `| answer found in Redis (local miss), avg / p99 | ${ms(l.redisHit.avgMs)} / ${ms(l.redisHit.p99Ms)} |`,
+    `| the same answers from the local cache, avg / p99 | ${ms(l.localHit.avgMs)} / ${ms(l.localHit.p99Ms)} |`,
+  ].join("\n");
 }
 
 main().catch(async (err) => {
