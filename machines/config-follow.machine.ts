@@ -102,6 +102,7 @@ export const configFollowMachine = setup({
     waiting: { after: { pollInterval: "polling" } },
     polling: {
       invoke: {
+        id: "fetch",
         src: "fetch",
         onDone: [
           { guard: "unchanged", target: "waiting", actions: ["recordPoll", "recordUnchanged"] },
@@ -112,6 +113,7 @@ export const configFollowMachine = setup({
     },
     applying: {
       invoke: {
+        id: "apply",
         src: "apply",
         // The configuration text travels as input only, never into context.
         input: ({ event }) => output<Fetched>(event),

@@ -34,6 +34,7 @@ export const reloadSchema = {
         last_poll_ms: nullableInt,
         last_applied_ms: nullableInt,
         last_error: nullableStr,
+        polls: int,
       },
     },
   },

@@ -87,7 +87,8 @@ export function fetchConfig(s: ConfigSource): Promise<Fetched> {
   if (s.auth !== null) headers.authorization = `Basic ${Buffer.from(s.auth).toString("base64")}`;
   const client = target.protocol === "https:" ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.get(target, { headers, timeout: REQUEST_TIMEOUT_MS, ...(s.ca ? { ca: s.ca } : {}) }, (res) => {
+    // A fresh connection per poll: nothing is held open to the primary between polls.
+    const req = client.get(target, { headers, timeout: REQUEST_TIMEOUT_MS, agent: false, ...(s.ca ? { ca: s.ca } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (c: Buffer) => {

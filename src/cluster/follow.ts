@@ -144,5 +144,6 @@ export function followRecord(actor: FollowActor): Record<string, unknown> {
     last_poll_ms: c.last_poll_ms,
     last_applied_ms: c.last_applied_ms,
     last_error: c.last_error,
+    polls: c.polls,
   };
 }
