@@ -96,7 +96,8 @@ export class CacheExecutor implements ExecutorPlugin {
     }
     s.miss.value++;
     const key: KeyParts = { qname: ctx.qname, qtype: question.type, qclass: question.class, bits, ecs };
-    if (this.tier !== null) return this.missShared(ctx, next, key, this.tier);
+    const shared = this.tier === null ? null : this.tier.read(keyString(key));
+    if (shared !== null) return this.missShared(ctx, next, key, shared);
     const r = runNext(ctx, next);
     if (isPromise(r)) {
       return r.then((step) => {
@@ -109,8 +110,8 @@ export class CacheExecutor implements ExecutorPlugin {
   }
 
   /** A local miss with a Redis tier: an entry found there within the budget is stored and served like a local one. */
-  private missShared(ctx: DnsContext, next: Continuation | null, key: KeyParts, tier: RedisTier): Promise<Step> {
-    return tier.read(keyString(key)).then((value) => {
+  private missShared(ctx: DnsContext, next: Continuation | null, key: KeyParts, read: Promise<Buffer | null>): Promise<Step> {
+    return read.then((value) => {
       const e = value === null || this.destroyed ? null : this.adopt(key, value);
       if (e !== null) {
         const now = performance.now();

@@ -80,7 +80,6 @@ export function decodeShared(v: Buffer): SharedEntry | null {
   return { negative: v[1] === 1, ttl, freshUntil, expireAt, wire: Buffer.from(v.subarray(HEADER)) };
 }
 
-const NONE: Promise<Buffer | null> = Promise.resolve(null);
 /** Keys per SCAN step and per UNLINK/MGET batch. */
 const BATCH = 500;
 
@@ -98,12 +97,15 @@ export class RedisTier {
     return this.options.prefix;
   }
 
-  /** The stored value for `key` (without prefix), or null: absent, Redis down, slower than the budget, or an error. */
-  read(key: string): Promise<Buffer | null> {
+  /**
+   * The stored value for `key` (without prefix), or null: absent, slower than the budget, or an error.
+   * Null at once, without a promise, while Redis is down: the miss goes on synchronously.
+   */
+  read(key: string): Promise<Buffer | null> | null {
     const s = this.stats;
     if (!this.link.ready) {
       s.unavailable.value++;
-      return NONE;
+      return null;
     }
     return new Promise((resolve) => {
       const started = performance.now();
