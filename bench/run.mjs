@@ -8,7 +8,7 @@ import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runCluster } from "./lib/cluster.mjs";
+import { clusterLines, runCluster } from "./lib/cluster.mjs";
 import { dnsperf } from "./lib/dnsperf.mjs";
 import { dohRcodes, load, writeDohUris } from "./lib/h2load.mjs";
 import { measureServers } from "./lib/measure.mjs";
@@ -409,24 +409,6 @@ async function report(results, memory, began, interference, cluster) {
     await recordReadme(join(BENCH, "README.md"), text);
     console.log("bench/README.md updated");
   }
-}
-
-/** @param {import("./lib/cluster.mjs").ClusterResult} c */
-function clusterLines(c) {
-  if (c.skipped || !c.qps || !c.latency) return `Cluster: ${c.skipped ?? "no result"}.`;
-  const best = (/** @type {number[]} */ xs) => Math.round(Math.max(...xs)).toLocaleString("en-US");
-  const ms = (/** @type {number | null} */ v) => (v === null ? "—" : `${v.toFixed(2)} ms`);
-  const l = c.latency;
-  return [
-    "Cluster (three instances behind dnsdist, chashed, PROXY protocol; `cache` with a Redis level):",
-    "",
-    "| measure | value |",
-    "|---|---|",
-    `| cache hits through dnsdist, QPS (best round; lost) | ${best(c.qps.dnsdist)} (${c.qps.lostDnsdist}) |`,
-    `| cache hits from one instance asked directly, QPS (best round; lost) | ${best(c.qps.direct)} (${c.qps.lostDirect}) |`,
-    `| answer found in Redis (local miss), avg / p99 | ${ms(l.redisHit.avgMs)} / ${ms(l.redisHit.p99Ms)} |`,
-    `| the same answers from the local cache, avg / p99 | ${ms(l.localHit.avgMs)} / ${ms(l.localHit.p99Ms)} |`,
-  ].join("\n");
 }
 
 main().catch(async (err) => {

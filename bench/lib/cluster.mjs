@@ -119,3 +119,22 @@ export async function runCluster(o) {
     for (const p of procs.reverse()) await stop(p);
   }
 }
+
+/** @param {ClusterResult} c */
+/** The results section of the scenario. */
+export function clusterLines(c) {
+  if (c.skipped || !c.qps || !c.latency) return `Cluster: ${c.skipped ?? "no result"}.`;
+  const best = (/** @type {number[]} */ xs) => Math.round(Math.max(...xs)).toLocaleString("en-US");
+  const ms = (/** @type {number | null} */ v) => (v === null ? "—" : `${v.toFixed(2)} ms`);
+  const l = c.latency;
+  return [
+    "Cluster (three instances behind dnsdist, chashed, PROXY protocol; `cache` with a Redis level):",
+    "",
+    "| measure | value |",
+    "|---|---|",
+    `| cache hits through dnsdist, QPS (best round; lost) | ${best(c.qps.dnsdist)} (${c.qps.lostDnsdist}) |`,
+    `| cache hits from one instance asked directly, QPS (best round; lost) | ${best(c.qps.direct)} (${c.qps.lostDirect}) |`,
+    `| answer found in Redis (local miss), avg / p99 | ${ms(l.redisHit.avgMs)} / ${ms(l.redisHit.p99Ms)} |`,
+    `| the same answers from the local cache, avg / p99 | ${ms(l.localHit.avgMs)} / ${ms(l.localHit.p99Ms)} |`,
+  ].join("\n");
+}
