@@ -120,8 +120,10 @@ export async function runCluster(o) {
   }
 }
 
-/** @param {ClusterResult} c */
-/** The results section of the scenario. */
+/**
+ * The results section of the scenario.
+ * @param {ClusterResult} c
+ */
 export function clusterLines(c) {
   if (c.skipped || !c.qps || !c.latency) return `Cluster: ${c.skipped ?? "no result"}.`;
   const best = (/** @type {number[]} */ xs) => Math.round(Math.max(...xs)).toLocaleString("en-US");
