@@ -8,6 +8,7 @@ import { mkdtemp, mkdir, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { clusterLines, runCluster } from "./lib/cluster.mjs";
 import { dnsperf, latencySummary } from "./lib/dnsperf.mjs";
 import { dohRcodes, load, writeDohUris } from "./lib/h2load.mjs";
 import { measureServers } from "./lib/measure.mjs";
@@ -65,7 +66,8 @@ const SCENARIOS = [
     recorder: true,
   },
 ];
-const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats"];
+// `cluster` (three instances behind dnsdist, Redis) runs only when asked for: --only cluster.
+const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "cluster"];
 
 const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306 };
 const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test" };
@@ -453,8 +455,9 @@ async function main() {
     const ctx = { tmp, rules: data.rules, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, cert: data.cert, queries: data.queries, refData: data.refData };
     log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${withStats ? ", recorder-stats" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
+    const withCluster = opts.only?.includes("cluster") ?? false;
     const ceiling = selected.length > 0 ? await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test") : /** @type {Started} */ (/** @type {unknown} */ (null));
-    if (selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
+    if (withCluster || selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
       const conf = await unboundConfig({ name: "upstream", port: PORTS.upstream, dir: tmp, mode: "local" });
       await startServer("upstream", tools.unbound, ["-c", conf], PORTS.upstream, PROBE_NAME.local, { cpus: LOAD_CPUS });
     }
@@ -464,10 +467,14 @@ async function main() {
       log(`${sc.name}: ${sc.purpose}`);
       results.push(await runScenario(sc, { ...ctx, ceiling }));
     }
+    const cluster = withCluster
+      ? (log("cluster: three instances behind dnsdist (chashed, PROXY protocol) with a Redis cache level; cache hits through dnsdist, and Redis-hit latency"),
+        await runCluster({ tmp, cli, file: ctx.queries.local, probe: PROBE_NAME.local, upstreamPort: PORTS.upstream, serverCpus: SERVER_CPUS, loadCpus: LOAD_CPUS, satRounds: PLAN.satRounds, satSeconds: PLAN.satSeconds, saturation: SATURATION, log }))
+      : null;
     await stopAll();
     const memory = withMemory ? (log(`memory: ${(MEMORY_NAMES * (opts.quick ? 0.2 : 1)).toLocaleString("en-US")} names through a 100 000-entry cache`), await runMemory(ctx)) : null;
     const stats = withStats ? await runRecorderStats(ctx) : null;
-    await report(results, memory, stats, began, cpuShares(cpuAtStart, cpuReading()));
+    await report(results, memory, stats, began, cpuShares(cpuAtStart, cpuReading()), cluster);
     const failed = results.some((r) => Object.values(r.servers).some((s) => s.error));
     if (failed) process.exitCode = 1;
   } finally {
@@ -480,8 +487,9 @@ async function main() {
  * Prints the tables and writes the JSON (and the README section with --record).
  * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {import("./lib/report.mjs").RecorderStatsResult | null} stats
  * @param {number} began @param {{ otherProcesses: number, steal: number }} interference
+ * @param {import("./lib/cluster.mjs").ClusterResult | null} cluster
  */
-async function report(results, memory, stats, began, interference) {
+async function report(results, memory, stats, began, interference, cluster) {
   const targets = judgeTargets(results, memory, stats);
   const seconds = Math.round((Date.now() - began) / 1000);
   const when = new Date(began).toISOString();
@@ -505,10 +513,11 @@ async function report(results, memory, stats, began, interference) {
       `Query recorder over ${stats.records.toLocaleString("en-US")} records (${(stats.dbBytes / 2 ** 20).toFixed(0)} MiB, written through the writer thread in ${stats.generateSeconds.toFixed(0)} s), ${STATS_REPS} requests per route after 2 that do not count:`,
       recorderStatsTable(stats),
     );
+  if (cluster) sections.push(clusterLines(cluster));
   sections.push(targetsTable(targets));
   const text = sections.join("\n\n");
   console.log(`\n${text}\n`);
-  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, targets };
+  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, cluster, targets };
   await mkdir(join(BENCH, "results"), { recursive: true });
   const body = JSON.stringify(json, null, 2) + "\n";
   await writeFile(join(BENCH, "results", `${when.replace(/:/g, "-")}.json`), body);

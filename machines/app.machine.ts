@@ -61,7 +61,10 @@ export interface AppInput {
   upgradeInput?: UpgradeInput;
 }
 
-export type AppEvent = { type: "SHUTDOWN" } | { type: "RESTART" } | { type: "RELOAD.REQUEST" } | RuntimeReport;
+/** A configuration that was never written because it did not validate (a replica's pull from its primary). */
+export type ReloadRefused = { type: "RELOAD.REFUSED"; error: string; version: string | null };
+
+export type AppEvent = { type: "SHUTDOWN" } | { type: "RESTART" } | { type: "RELOAD.REQUEST" } | ReloadRefused | RuntimeReport;
 
 /** A configuration read and checked, ready to be built as generation `generation`. */
 export interface Prepared {
@@ -167,6 +170,13 @@ export const appMachine = setup({
         return { ...context.reload, status: "ok" as const, last_completed_ms: at, last_success_ms: at };
       },
     }),
+    /** The reload status shows a refused configuration like a failed reload: the running one is unchanged. */
+    markReloadRefused: assign({
+      reload: ({ context, event }) => {
+        const e = event as ReloadRefused;
+        return { ...context.reload, status: "failed" as const, last_completed_ms: context.clock(), last_error: e.error, target_version: e.version };
+      },
+    }),
     markReloadFailed: assign({
       reload: ({ context, event }) => ({ ...context.reload, status: "failed" as const, last_completed_ms: context.clock(), last_error: context.describe((event as { error?: unknown }).error) }),
     }),
@@ -195,6 +205,7 @@ export const appMachine = setup({
     SHUTDOWN: { guard: "noStopRequested", actions: "requestShutdown" },
     RESTART: { guard: "noStopRequested", actions: "requestRestart" },
     "RELOAD.REQUEST": { guard: and(["notStopping", "reloadIdle"]), actions: "markReloadPending" },
+    "RELOAD.REFUSED": { guard: and(["notStopping", "reloadIdle"]), actions: "markReloadRefused" },
     "RUNTIME.GONE": { actions: "removeRuntime" },
   },
   states: {

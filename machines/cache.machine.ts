@@ -6,7 +6,8 @@
 import { assign, emit, fromPromise, setup, stateIn } from "xstate";
 import { doneAnswer, failedAnswer, type Answer, type Asked } from "./concern.js";
 
-export type CacheOperation = { type: "CACHE.FLUSH" } | { type: "CACHE.DELETE"; id: string } | { type: "CACHE.DUMP" } | { type: "CACHE.LOAD"; data: Buffer };
+/** `from_peer`: a flush made on another instance of the cluster (that one already cleared the shared Redis level). */
+export type CacheOperation = { type: "CACHE.FLUSH"; from_peer?: boolean } | { type: "CACHE.DELETE"; id: string } | { type: "CACHE.DUMP" } | { type: "CACHE.LOAD"; data: Buffer };
 
 export type CacheEvent = CacheOperation & Asked;
 

@@ -6,6 +6,8 @@ import { App, checkConfig, describe } from "./app/app.js";
 import { tuneHeapGrowth } from "./app/heap.js";
 import { replaceProcess, type Handover } from "./app/restart.js";
 import { selfTest } from "./app/self-test.js";
+import { AUTH_ENV, configSource, DEFAULT_POLL, SourceError, type ConfigSource } from "./cluster/config-source.js";
+import { initialPull, type Following } from "./cluster/follow.js";
 import { runUpgradeCommand, UPGRADE_HELP, UpgradeUsageError } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
 import { guardStart } from "./upgrade/trial.js";
@@ -18,7 +20,8 @@ import { PluginInitError } from "./registry/runtime.js";
 const HELP = `sluice ${VERSION} — a DNS policy engine
 
 Usage:
-  sluice start [-c FILE] [-d DIR] [-l LEVEL]   run the DNS service in the foreground
+  sluice start [-c FILE] [-d DIR] [-l LEVEL] [--config-from URL ...]
+                                               run the DNS service in the foreground
   sluice check [-c FILE] [-d DIR] [--self-test] validate a configuration and exit
   sluice upgrade check|apply|rollback ...      releases: see sluice upgrade --help
   sluice --help | --version
@@ -28,6 +31,15 @@ Options:
   -d, --working-dir DIR    directory that relative paths resolve against (default: current)
   -l, --log-level LEVEL    override log.level: ${LOG_LEVELS.join(", ")}
       --self-test          check also loads the native addons (what an upgrade runs on a new release)
+
+A replica of a primary (start only):
+      --config-from URL    the primary's API (http:// or https://): its configuration is pulled into
+                           FILE before start and followed; a version that does not validate is refused
+      --config-from-auth-file FILE
+                           the primary's API credentials, user:password on the first line
+                           (or the environment variable ${AUTH_ENV}); never printed
+      --config-from-ca FILE  PEM CA that signed an https primary's certificate
+      --config-poll DURATION how often the primary is asked (default ${DEFAULT_POLL}, 1s to 1h)
 
 check exits 0 when the configuration is valid, 1 with every problem listed otherwise.
 SIGINT and SIGTERM stop the service gracefully.
@@ -39,6 +51,10 @@ interface Options {
   dir: string;
   level?: LogLevel;
   selfTest?: boolean;
+  configFrom?: string;
+  configFromAuthFile?: string;
+  configFromCa?: string;
+  configPoll?: string;
 }
 
 class UsageError extends Error {}
@@ -60,6 +76,10 @@ function parseArgs(argv: string[]): Options | "help" | "version" {
     if (flag === "-c" || flag === "--config") opts.config = need();
     else if (flag === "-d" || flag === "--working-dir") opts.dir = resolve(need());
     else if (flag === "--self-test" && command === "check") opts.selfTest = true;
+    else if (flag === "--config-from" && command === "start") opts.configFrom = need();
+    else if (flag === "--config-from-auth-file" && command === "start") opts.configFromAuthFile = resolve(need());
+    else if (flag === "--config-from-ca" && command === "start") opts.configFromCa = resolve(need());
+    else if (flag === "--config-poll" && command === "start") opts.configPoll = need();
     else if ((flag === "-l" || flag === "--log-level") && command === "start") {
       const level = need().toLowerCase();
       if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`log level must be one of ${LOG_LEVELS.join(", ")}`);
@@ -135,6 +155,23 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
+  if (opts.configFrom === undefined && (opts.configFromAuthFile ?? opts.configFromCa ?? opts.configPoll) !== undefined) {
+    process.stderr.write("error: --config-from-auth-file, --config-from-ca and --config-poll go with --config-from\n");
+    return 2;
+  }
+  let follow: Following | undefined;
+  if (opts.configFrom !== undefined) {
+    let source: ConfigSource;
+    try {
+      source = configSource({ url: opts.configFrom, authFile: opts.configFromAuthFile, caFile: opts.configFromCa, poll: opts.configPoll, env: process.env });
+    } catch (err) {
+      if (!(err instanceof SourceError)) throw err;
+      process.stderr.write(`error: ${err.message}\n`);
+      return 2;
+    }
+    // Before the App: the first generation already runs the primary's configuration.
+    follow = { source, initial: await initialPull(source, configPath, createCatalog(), process.env) };
+  }
   tuneHeapGrowth();
   const originalCwd = process.cwd();
   // The first start after an upgrade is a trial: it must reach serving in time, or the old release runs again.
@@ -160,9 +197,10 @@ async function main(argv: string[]): Promise<number> {
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   try {
-    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level, upgradeRestored: guard.restored });
+    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level, upgradeRestored: guard.restored, follow });
   } catch (err) {
     report(err);
+    if (follow?.initial.error) process.stderr.write(`error: ${follow.initial.error}\n`);
     if (guard.failed(describe(err))) {
       process.stderr.write("error: the upgraded release failed to start; switched back to the previous release\n");
       return handOver(originalCwd) || 1;

@@ -4,6 +4,8 @@
 
 import type { AppActor, ConfigActor, UpgradeActor } from "../../actors/app.actor.js";
 import type { Bus } from "../bus.js";
+import type { SharedChange } from "../cluster/cluster.js";
+import type { RedisStatus } from "../cluster/redis.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
 import type { ConfigValidator } from "../config/validate-pool.js";
 import type { LogRing } from "../observability/log-ring.js";
@@ -43,4 +45,10 @@ export interface ApiHost {
   upgradeSettings(): UpgradeConfig | null;
   /** The generation answering queries (null before the first one is up and after the last is gone). */
   liveRuntime(): LiveRuntime | null;
+  /** The Redis connections (cache tiers, cluster): none, all up, or some being retried. */
+  redisStatus(): RedisStatus;
+  /** Tells the other members of this instance's cluster about a change its API made (nothing without a cluster). */
+  publishChange(change: SharedChange): void;
+  /** A replica's follower of its primary's configuration (--config-from), null otherwise. */
+  followStatus(): Record<string, unknown> | null;
 }

@@ -9,11 +9,14 @@ import type { ApiHost } from "./host.js";
 export interface ReloadRecord extends ReloadStatus {
   pending: boolean;
   in_progress: boolean;
+  /** A replica's follower (--config-from). */
+  follow?: Record<string, unknown>;
 }
 
 export function reloadRecord(host: ApiHost): ReloadRecord {
   const r = host.actor.getSnapshot().context.reload;
-  return { ...r, pending: r.status === "pending", in_progress: r.status === "in_progress" };
+  const follow = host.followStatus();
+  return { ...r, pending: r.status === "pending", in_progress: r.status === "in_progress", ...(follow ? { follow } : {}) };
 }
 
 /** The app machine's state, as the API names it. */
@@ -53,6 +56,7 @@ export function healthRecord(host: ApiHost): { body: Record<string, unknown>; re
   const servers = serverCount(host);
   const serverStartup = ready && servers > 0 ? "ok" : "not_ready";
   const pluginInit = ready ? "ok" : "not_ready";
+  const redis = host.redisStatus();
   return {
     ready,
     body: {
@@ -60,7 +64,8 @@ export function healthRecord(host: ApiHost): { body: Record<string, unknown>; re
       version: VERSION,
       build_bundle: host.catalog.build.bundle,
       uptime_ms: uptimeMs(host),
-      checks: { api: "ok", plugin_init: pluginInit, server_startup: serverStartup },
+      // Redis down leaves the instance serving from its local cache: reported, not "not_ready".
+      checks: { api: "ok", plugin_init: pluginInit, server_startup: serverStartup, ...(redis.configured ? { redis: redis.ok ? "ok" : "down" } : {}) },
       plugins: { total: ready ? (host.liveRuntime()?.plugins.size ?? 0) : 0, servers },
     },
   };

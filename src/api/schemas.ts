@@ -21,6 +21,22 @@ export const reloadSchema = {
     last_error: nullableStr,
     running_version: nullableStr,
     target_version: nullableStr,
+    follow: {
+      type: "object",
+      description: "Only on a replica started with --config-from: the primary it follows and what the last poll found",
+      properties: {
+        source: str,
+        state: { type: "string", enum: ["waiting", "polling", "applying"] },
+        interval_ms: int,
+        version: nullableStr,
+        applied_version: nullableStr,
+        refused_version: nullableStr,
+        last_poll_ms: nullableInt,
+        last_applied_ms: nullableInt,
+        last_error: nullableStr,
+        polls: int,
+      },
+    },
   },
 } as const;
 
@@ -32,7 +48,15 @@ export const healthSchema = {
     version: str,
     build_bundle: str,
     uptime_ms: int,
-    checks: { type: "object", properties: { api: str, plugin_init: str, server_startup: str } },
+    checks: {
+      type: "object",
+      properties: {
+        api: str,
+        plugin_init: str,
+        server_startup: str,
+        redis: { type: "string", enum: ["ok", "down"], description: "Only when Redis is configured (cache redis, cluster): down while a connection is being retried; the instance keeps serving" },
+      },
+    },
     plugins: { type: "object", properties: { total: int, servers: int } },
   },
 } as const;

@@ -4,8 +4,8 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { controlResolver, createAppActor, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
-import { RefusedError, sendIfAccepted } from "../../actors/ask.js";
+import { concernActor, controlResolver, createAppActor, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
+import { ask, RefusedError, sendIfAccepted } from "../../actors/ask.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
 import { upgradeState, type RestoredUpgrade, type UpgradeOutcome } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
@@ -13,6 +13,11 @@ import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
 import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
+import { ClusterLink, type ApplyOutcome, type SharedChange } from "../cluster/cluster.js";
+import { sourceName } from "../cluster/config-source.js";
+import { followRecord, startFollower, type FollowActor, type Following } from "../cluster/follow.js";
+import { RedisHub, type RedisStatus } from "../cluster/redis.js";
+import { instanceName, type ClusterConfig } from "../config/cluster.js";
 import { saveConfigFile } from "../config/save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { configLimits } from "../config/limits.js";
@@ -42,12 +47,20 @@ export interface AppOptions {
   catalog?: Catalog;
   /** The last upgrade's outcome recorded in the install directory (GET /api/upgrade/status shows it). */
   upgradeRestored?: RestoredUpgrade | null;
+  /** A replica: follow the primary's configuration (--config-from). */
+  follow?: Following;
 }
 
 /** Loads and statically validates a configuration file. Throws ConfigError. */
 export function checkConfig(configPath: string, catalog: Catalog, env?: NodeJS.ProcessEnv): { config: SluiceConfig; analysis: Analysis } {
   const config = loadConfigFile(configPath, { env });
   return { config, analysis: analyzeConfig(config, catalog) };
+}
+
+/** Sends `event` if the actor takes it now; otherwise nothing (a report that only matters when it can be shown). */
+function sendIfAcceptedQuietly(actor: AppActor, event: Parameters<AppActor["send"]>[0]): void {
+  const snap = actor.getSnapshot();
+  if (snap.status === "active" && snap.can(event)) actor.send(event);
 }
 
 /** Ring capacity of GET /api/logs. */
@@ -78,6 +91,10 @@ export class App implements ApiHost {
   private api: ApiServer | null = null;
   /** The startup failure, kept with its type for the CLI. */
   private startupError: unknown = null;
+  /** Membership of the configuration's `cluster`, if it has one. */
+  private cluster: ClusterLink | null = null;
+  /** A replica's follower of its primary's configuration. */
+  private follower: FollowActor | null = null;
 
   private constructor(
     readonly options: AppOptions,
@@ -87,7 +104,8 @@ export class App implements ApiHost {
     this.logRing = new LogRing(LOG_RING_CAPACITY, this.bus);
     const config = initial.config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
-    this.services = { log: this.log, metrics: new MetricsHub(), listeners: new ListenerPool(), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
+    const metrics = new MetricsHub();
+    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     this.actor = createAppActor(this, this.bus, { clock: Date.now, describe, upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null } });
     this.logStateChanges();
@@ -105,7 +123,20 @@ export class App implements ApiHost {
     const snap = await waitFor(app.actor, (s) => s.matches({ running: "serving" }) || s.status === "done", { timeout: Infinity });
     // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
     if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
+    if (options.follow && snap.status === "active") app.follow(options.follow);
     return app;
+  }
+
+  /** A replica: report how the pull before start went, then poll the primary. */
+  private follow(following: Following): void {
+    const { initial, source } = following;
+    const name = sourceName(source);
+    if (initial.applied) this.log.info({ target: "config", source: name, version: initial.version }, "configuration pulled from the primary");
+    else if (initial.version !== null) {
+      this.log.warn({ target: "config", source: name, version: initial.version, err: initial.error }, "configuration from the primary refused; the last good configuration keeps serving");
+      sendIfAcceptedQuietly(this.actor, { type: "RELOAD.REFUSED", error: initial.error ?? "refused", version: initial.version });
+    } else this.log.warn({ target: "config", source: name, err: initial.error }, "the primary could not be read; serving the local configuration and polling");
+    this.follower = startFollower(this, following);
   }
 
   /** Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed. */
@@ -197,6 +228,44 @@ export class App implements ApiHost {
     return this.current;
   }
 
+  redisStatus(): RedisStatus {
+    return this.services.redis.status();
+  }
+
+  publishChange(change: SharedChange): void {
+    this.cluster?.publish(change);
+  }
+
+  followStatus(): Record<string, unknown> | null {
+    return this.follower ? followRecord(this.follower) : null;
+  }
+
+  // ---- the cluster (src/cluster/cluster.ts) --------------------------------------------------
+
+  /** Joins, leaves or rejoins the cluster when a configuration brings a different `cluster` section. */
+  private syncCluster(config: ClusterConfig | null): void {
+    if (JSON.stringify(config) === JSON.stringify(this.cluster?.config ?? null)) return;
+    void this.cluster?.close();
+    this.cluster = config ? new ClusterLink(config, instanceName(config), this.services.redis, this.metrics, this.log, (c, from) => this.applyChange(c, from)) : null;
+  }
+
+  /** A change from another member, asked of this member's concern actor for the same plugin, as its API would. */
+  private async applyChange(change: SharedChange, from: string): Promise<ApplyOutcome> {
+    const g = this.actor.getSnapshot().context.current;
+    const live = this.current?.plugins.get(change.tag);
+    const found = this.catalog.lookup(change.type);
+    const shared = "def" in found ? found.def.control?.shared : undefined;
+    const event = live?.type === change.type && shared?.events.includes(change.event.type) ? shared.replay(change.event, Date.now()) : null;
+    const actor = g === null || event === null ? undefined : concernActor(this.actor.system, g, change.tag);
+    if (!actor || event === null) {
+      this.log.debug({ target: "cluster", from, plugin: change.tag, type: change.type, event: change.event.type }, "a change from another member does not apply here");
+      return "ignored";
+    }
+    await ask(actor, event);
+    this.log.info({ target: "cluster", from, plugin: change.tag, event: event.type }, "applied a change from another member");
+    return "applied";
+  }
+
   // ---- procedures invoked by the app machine -------------------------------------------------
 
   async startApi(): Promise<void> {
@@ -243,6 +312,7 @@ export class App implements ApiHost {
     this.current = runtime;
     if (!this.options.logLevel) this.log.level = pinoLevel(runtime.config.log.level);
     if (runtime.config.api) this.api?.updatePolicy(runtime.config.api);
+    this.syncCluster(runtime.config.cluster);
     this.services.metrics.retainTags(runtime.allTags());
     if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation }, "sluice started");
   }
@@ -270,8 +340,12 @@ export class App implements ApiHost {
 
   async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
+    this.follower?.stop();
     this.current = null;
     await this.services.listeners.closeAll();
+    await this.cluster?.close();
+    this.cluster = null;
+    await this.services.redis.closeAll();
     await this.api?.close();
     this.api = null;
     await this.validator.close();

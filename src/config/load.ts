@@ -9,6 +9,7 @@ import { isMap, isScalar, LineCounter, parseDocument, type Document } from "yaml
 import { excessiveAlias, isAliasLimitError, MAX_ALIAS_COUNT } from "./aliases.js";
 import { validateSchema } from "./ajv.js";
 import { apiProblems } from "./api-check.js";
+import { clusterProblems, type ClusterConfig } from "./cluster.js";
 import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
 import { expandDocument } from "./expand.js";
 import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
@@ -33,6 +34,8 @@ export interface SluiceConfig {
   api: ApiConfig | null;
   /** The `upgrade` section (self-upgrade settings), null when absent. */
   upgrade: UpgradeConfig | null;
+  /** The `cluster` section, null when absent. */
+  cluster: ClusterConfig | null;
   plugins: PluginConfig[];
   /** Every file read, main first. */
   files: string[];
@@ -88,7 +91,9 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
   for (const p of apiChecks) problems.push(source.locate(["api", "http", ...p.path], p.message));
   const upgradeChecks = upgradeProblems(raw.upgrade);
   for (const p of upgradeChecks) problems.push(source.locate(["upgrade", p.key], p.message));
-  return apiChecks.length + upgradeChecks.length > 0 ? null : { source, raw };
+  const clusterChecks = clusterProblems(raw.cluster);
+  for (const p of clusterChecks) problems.push(source.locate(["cluster", p.key], p.message));
+  return apiChecks.length + upgradeChecks.length + clusterChecks.length > 0 ? null : { source, raw };
 }
 
 /** A document that parsed but cannot become plain data: an alias bomb, or an alias without its anchor. */
@@ -156,6 +161,7 @@ function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig
     log: parsed.raw.log ?? { level: "info" },
     api: parsed.raw.api?.http ?? null,
     upgrade: parsed.raw.upgrade ?? null,
+    cluster: parsed.raw.cluster ?? null,
     plugins,
     files,
   };

@@ -1,6 +1,7 @@
 // The shape of a Sluice configuration file (everything but each plugin's args, which its own
 // definition describes).
 
+import { clusterSchema, type ClusterConfig } from "./cluster.js";
 import { configLimitsProperties, type ConfigLimitsConfig } from "./limits.js";
 import { upgradeSchema, type UpgradeConfig } from "./upgrade.js";
 
@@ -36,6 +37,7 @@ export interface RawConfig {
   include?: string[];
   runtime?: { worker_threads?: number };
   upgrade?: UpgradeConfig;
+  cluster?: ClusterConfig;
   plugins?: RawPlugin[];
 }
 
@@ -101,6 +103,7 @@ export const configSchema = {
       properties: { worker_threads: { type: "integer", minimum: 1 } },
     },
     upgrade: upgradeSchema,
+    cluster: clusterSchema,
     plugins: {
       type: "array",
       default: [],

@@ -116,9 +116,23 @@ export interface PluginRoute<I = never> {
   handle(req: RouteRequest, plugin: RoutePlugin<I>): RouteReply | object | Promise<RouteReply | object>;
 }
 
+/** A change asked of a concern actor, as other instances of a cluster replay it. */
+export type ConcernEvent = { type: string } & Record<string, unknown>;
+
+/**
+ * Concern events that, asked through the API of one cluster member, are published and asked of the
+ * same plugin on every other member (src/cluster/). `replay` checks what arrived (it comes from
+ * outside this process) and adapts it to now: null drops it.
+ */
+export interface SharedChanges {
+  readonly events: readonly string[];
+  replay(event: Record<string, unknown>, now: number): ConcernEvent | null;
+}
+
 export interface PluginControl<I = never> {
   concern?(instance: I, env: ConcernEnv): Concern;
   routes?: readonly PluginRoute<I>[];
+  shared?: SharedChanges;
 }
 
 /** The actor would not take the event: `guard` is the named guard that refused it (null: no transition at all). */

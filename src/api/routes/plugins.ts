@@ -55,15 +55,26 @@ function collect(definitions: AnyDefinition[]): Map<string, Registered> {
   return byKey;
 }
 
-function concernHandle(actor: AnyActorRef, id: string): ConcernHandle {
+/** `shared`: the change is told to the other members of the cluster once this member has made it. */
+function concernHandle(actor: AnyActorRef, id: string, shared: { host: ApiHost; tag: string; type: string; events: readonly string[] } | null): ConcernHandle {
   return {
     id,
     snapshot: () => {
       const s = actor.getSnapshot() as AnyMachineSnapshot;
       return { status: s.status, value: s.value, context: s.context };
     },
-    ask: (event) => ask(actor, event),
+    ask: async (event) => {
+      const out = await ask(actor, event);
+      if (shared?.events.includes(event.type)) shared.host.publishChange({ tag: shared.tag, type: shared.type, event });
+      return out;
+    },
   };
+}
+
+function sharedOf(host: ApiHost, tag: string, type: string): { host: ApiHost; tag: string; type: string; events: readonly string[] } | null {
+  const found = host.catalog.lookup(type);
+  const events = "def" in found ? found.def.control?.shared?.events : undefined;
+  return events ? { host, tag, type, events } : null;
 }
 
 /** A plugin's RouteError becomes the API error with that code; an unknown code is a bug (500, logged). */
@@ -169,7 +180,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
             tag,
             type: live.type,
             view: live.instance,
-            concern: concern ? concernHandle(concern, (concern as { systemId?: string }).systemId ?? concern.id) : null,
+            concern: concern ? concernHandle(concern, (concern as { systemId?: string }).systemId ?? concern.id, sharedOf(host, tag, live.type)) : null,
           };
           if (route.stream && !acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
           const abort = new AbortController();

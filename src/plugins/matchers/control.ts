@@ -4,7 +4,7 @@
 
 import { matcherModeMachine, modeOf, type MatcherModeContext, type MatcherModeStatus } from "../../../machines/matcher-mode.machine.js";
 import { parseDuration } from "../../engine/duration.js";
-import { RouteError, type PluginControl, type PluginRoute } from "../../registry/control.js";
+import { RouteError, type ConcernEvent, type PluginControl, type PluginRoute } from "../../registry/control.js";
 import { MATCHER_MODES, modeValue, type MatcherMode } from "../../registry/matcher-mode.js";
 import type { MatcherPlugin } from "../../registry/types.js";
 
@@ -76,6 +76,17 @@ const modeRoute: PluginRoute<MatcherPlugin> = {
   },
 };
 
+/** A mode set on another cluster member: same mode, same end (until_ms), or nothing once that has passed. */
+function replayMode(event: Record<string, unknown>, now: number): ConcernEvent | null {
+  const { mode, duration_ms: duration, at } = event;
+  if (typeof mode !== "string" || !(MATCHER_MODES as readonly string[]).includes(mode)) return null;
+  if (duration === null || duration === undefined) return { type: "MATCHER.SET_MODE", mode, duration_ms: null, at: now };
+  if (typeof duration !== "number" || typeof at !== "number" || !(duration > 0 && duration <= MAX_MODE_DURATION_MS)) return null;
+  const left = at + duration - now;
+  if (left <= 0 || left > MAX_MODE_DURATION_MS) return null;
+  return { type: "MATCHER.SET_MODE", mode, duration_ms: left, at: now };
+}
+
 export const matcherControl: PluginControl<MatcherPlugin> = {
   concern: (_matcher, env) => {
     const cell = env.matcherMode;
@@ -93,4 +104,5 @@ export const matcherControl: PluginControl<MatcherPlugin> = {
     };
   },
   routes: [statusRoute, modeRoute],
+  shared: { events: ["MATCHER.SET_MODE"], replay: replayMode },
 };

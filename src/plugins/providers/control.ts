@@ -81,4 +81,5 @@ export const providerControl: PluginControl<ProviderPlugin> = {
     input: { tag: env.tag, rules: provider.rules ?? null },
   }),
   routes: [providerReloadRoute, providerStatusRoute],
+  shared: { events: ["PROVIDER.RELOAD"], replay: () => ({ type: "PROVIDER.RELOAD" }) },
 };

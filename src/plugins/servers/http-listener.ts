@@ -13,6 +13,7 @@ import tls from "node:tls";
 import type { Cell, MetricsHub } from "../../observability/metrics.js";
 import { H1Exchange, H2Exchange, sendError, type DohExchange } from "./doh-exchange.js";
 import { Listener } from "./listener.js";
+import { readStreamHeader, type ProxyPolicy } from "./proxy-protocol.js";
 import { MAX_INFLIGHT } from "./stream-conns.js";
 
 export interface HttpLimits {
@@ -75,8 +76,9 @@ class HttpConn {
   constructor(
     readonly raw: net.Socket,
     readonly opened: number,
-    readonly remoteAddress: string,
-    readonly remotePort: number,
+    /** The peer, or the client a PROXY header named. */
+    public remoteAddress: string,
+    public remotePort: number,
   ) {
     this.lastDone = opened;
   }
@@ -90,6 +92,8 @@ type Tagged<T> = T & { [CONN]?: HttpConn };
 export class HttpListener extends Listener<HttpHandler> {
   /** Set by the owner that starts last: new connections speak TLS with it; null for cleartext. */
   tls: tls.SecureContext | null = null;
+  /** Set by the owner that starts last: new connections may open with a PROXY header; null: never. */
+  proxy: ProxyPolicy | null = null;
   limits: HttpLimits = { maxConns: 256, idleMs: 30_000, requestMs: 5_000 };
   stats: HttpStats = detachedStats();
   private readonly conns = new Set<HttpConn>();
@@ -176,6 +180,18 @@ export class HttpListener extends Listener<HttpHandler> {
     raw.setNoDelay(true);
     raw.on("error", () => raw.destroy());
     raw.on("close", () => this.unlink(conn));
+    const proxy = this.proxy;
+    if (proxy === null) return this.start(conn, raw);
+    // The header comes first (before TLS); the sweep's request_timeout bounds it like a handshake.
+    readStreamHeader(raw, proxy, this.limits.requestMs, (client) => {
+      if (client === null || conn.closed) return;
+      conn.remoteAddress = client.address;
+      conn.remotePort = client.port;
+      this.start(conn, raw);
+    });
+  }
+
+  private start(conn: HttpConn, raw: net.Socket): void {
     const context = this.tls;
     if (context === null) return this.detect(conn, raw);
     const secure = new tls.TLSSocket(raw, { isServer: true, secureContext: context, ALPNProtocols: H2_ALPN });
@@ -203,6 +219,8 @@ export class HttpListener extends Listener<HttpHandler> {
       if (!prefix) raw.resume();
     };
     raw.on("data", onData);
+    // Paused after a PROXY header was read.
+    raw.resume();
   }
 
   private hand(conn: HttpConn, socket: Tagged<net.Socket>, h2: boolean): void {

@@ -1,7 +1,8 @@
 // `http_server`: DNS over HTTPS (RFC 8484). Each `entries[].path` goes to its own executor. With
 // `cert` and `key`: HTTP/2 (ALPN h2) and HTTP/1.1 over TLS; without: cleartext HTTP/1.1 and h2c
 // with prior knowledge on the same port, for a reverse proxy in front. Its own listener, owned by
-// the plugin (not a route of the management API: different auth, lifecycle and hooks).
+// the plugin (not a route of the management API: different auth, lifecycle and hooks). With
+// `proxy_protocol` a connection from a trusted balancer may open with a PROXY v2 header.
 
 import { listenProblem, parseListen } from "../../config/listen.js";
 import { durationSchema, parseDuration } from "../../engine/duration.js";
@@ -10,6 +11,7 @@ import { DohService } from "./doh.js";
 import { openFileLimit } from "./fd-limit.js";
 import { QueryHandler, serverStats } from "./handle.js";
 import { httpStats } from "./http-listener.js";
+import { checkProxyArgs, proxyArgSchema, ProxyPolicy, proxyStats, type ProxyArgs } from "./proxy-protocol.js";
 import { DRAIN_TIMEOUT_MS } from "./server-common.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
 
@@ -17,6 +19,7 @@ interface HttpServerArgs extends TlsArgs {
   listen: string;
   entries: { path: string; exec: string }[];
   src_ip_header?: string;
+  proxy_protocol?: ProxyArgs;
   idle_timeout: number | string;
   request_timeout: number | string;
   max_conns: number;
@@ -34,7 +37,7 @@ function positiveDuration(args: HttpServerArgs, key: "idle_timeout" | "request_t
 }
 
 function checkArgs(args: HttpServerArgs): ArgProblem[] {
-  const problems: ArgProblem[] = [...checkTlsArgs(args)];
+  const problems: ArgProblem[] = [...checkTlsArgs(args), ...checkProxyArgs(args)];
   const listen = listenProblem(args.listen);
   if (listen) problems.push({ path: ["listen"], message: listen });
   const seen = new Set<string>();
@@ -77,6 +80,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
       },
       ...tlsArgProperties,
       src_ip_header: { type: "string", minLength: 1 },
+      proxy_protocol: proxyArgSchema,
       idle_timeout: { ...durationSchema, default: "30s" },
       request_timeout: { ...durationSchema, default: "5s" },
       max_conns: { type: "integer", minimum: 1, default: 256 },
@@ -92,6 +96,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
     const service = new DohService(routes, args.src_ip_header?.toLowerCase() ?? null);
     const connStats = httpStats(ctx.services.metrics, ctx.tag);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), requestMs: parseDuration(args.request_timeout) };
+    const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, "doh"));
     const listener = await ctx.services.listeners.http(parseListen(args.listen), ctx.owner);
     const scheme = secure ? "https" : "http";
     return {
@@ -100,6 +105,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
         listener.configure(limits);
         listener.useStats(connStats);
         listener.tls = secure;
+        listener.proxy = proxy;
         listener.handler = service.serve;
         const a = listener.address();
         ctx.log.info({ protocol: "doh", scheme, address: a.address, port: a.port, paths: [...routes.keys()], max_conns: limits.maxConns }, "doh server listening");

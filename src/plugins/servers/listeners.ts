@@ -12,6 +12,7 @@ import type { ListenAddress } from "../../config/listen.js";
 import { MAX_QUERY_BYTES } from "../../dns/query.js";
 import { HttpListener } from "./http-listener.js";
 import { Listener } from "./listener.js";
+import { readStreamHeader, type ProxyPolicy, type StreamPeer } from "./proxy-protocol.js";
 import { StreamConnections, type StreamHandler } from "./stream-conns.js";
 
 export type UdpHandler = (msg: Buffer, rinfo: dgram.RemoteInfo) => void;
@@ -57,6 +58,10 @@ export class TcpListener extends Listener<TcpHandler> {
 
   /** Set by the owner that starts last: new connections speak TLS (DoT) with it; null for plain TCP. */
   tls: tls.SecureContext | null = null;
+  /** Set by the owner that starts last: new connections may open with a PROXY header; null: never. */
+  proxy: ProxyPolicy | null = null;
+  /** Connections whose PROXY header is being read (not yet in `connections`), bounded by max_conns. */
+  private awaitingHeader = 0;
 
   constructor(
     key: string,
@@ -68,11 +73,32 @@ export class TcpListener extends Listener<TcpHandler> {
   }
 
   private onConnection(socket: net.Socket): void {
+    const proxy = this.proxy;
+    if (proxy === null) return this.admit(socket, null);
+    if (this.awaitingHeader >= this.connections.limits.maxConns) {
+      this.connections.stats.refused.value++;
+      socket.destroy();
+      return;
+    }
+    this.awaitingHeader++;
+    // The header comes before anything else, TLS included; it must arrive within frame_timeout.
+    readStreamHeader(socket, proxy, this.connections.limits.frameMs, (client) => {
+      this.awaitingHeader--;
+      if (client !== null) this.admit(socket, client);
+    });
+  }
+
+  private admit(socket: net.Socket, client: StreamPeer | null): void {
     const context = this.tls;
-    if (context === null) return this.connections.accept(socket);
+    if (context === null) {
+      this.connections.accept(socket, false, client);
+      // Paused while the header was read.
+      if (client !== null) socket.resume();
+      return;
+    }
     // RFC 7858: ALPN "dot"; a client offering no ALPN at all is served too.
     const secure = new tls.TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: DOT_ALPN });
-    this.connections.accept(secure, true);
+    this.connections.accept(secure, true, client);
   }
 
   address(): { address: string; port: number } {

@@ -89,9 +89,10 @@ class Conn {
     private readonly table: StreamConnections,
     readonly socket: net.Socket,
     now: number,
+    remote: Remote | null,
   ) {
     this.lastActive = now;
-    this.remote = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
+    this.remote = remote ?? { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 };
   }
 
   /**
@@ -293,8 +294,9 @@ export class StreamConnections {
   /**
    * Takes a new connection. `handshaking`: a TLS socket whose handshake must finish within
    * frameMs, like a frame (a handshake in progress is idle, so it is the first to be evicted).
+   * `remote`: the client named by a PROXY header (default: the socket's peer).
    */
-  accept(socket: net.Socket, handshaking = false): void {
+  accept(socket: net.Socket, handshaking = false, remote: Remote | null = null): void {
     if (this.count >= this.limits.maxConns) {
       const victim = this.idlest();
       if (!victim) {
@@ -306,7 +308,7 @@ export class StreamConnections {
       victim.close(null);
     }
     const now = Date.now();
-    const conn = new Conn(this, socket, now);
+    const conn = new Conn(this, socket, now, remote);
     this.link(conn);
     if (handshaking) {
       conn.frameStarted = now;

@@ -1,7 +1,8 @@
 // `tcp_server`: DNS over TCP with 2-byte length framing; several queries per connection are
 // answered as each completes. With `cert` and `key` it serves DNS over TLS (RFC 7858, ALPN `dot`,
 // protocol label `dot`). Connection limits (max_conns, idle_timeout, frame_timeout — which also
-// bounds a TLS handshake — backpressure) are applied by the listener's StreamConnections.
+// bounds a TLS handshake — backpressure) are applied by the listener's StreamConnections. With
+// `proxy_protocol` a connection from a trusted balancer may open with a PROXY v2 header (before TLS).
 
 import { parseListen } from "../../config/listen.js";
 import { MAX_QUERY_BYTES } from "../../dns/query.js";
@@ -11,6 +12,7 @@ import { definePlugin, type ArgProblem } from "../../registry/types.js";
 import { QueryHandler, serverStats } from "./handle.js";
 import { openFileLimit } from "./fd-limit.js";
 import type { TcpHandler } from "./listeners.js";
+import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 import { streamStats } from "./stream-conns.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
@@ -64,6 +66,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
     const protocol = secure ? "dot" : "tcp";
     const handler = new QueryHandler(entry, protocol, serverStats(ctx.services.metrics, ctx.tag, protocol), ctx.log, 0xffff);
     const stats = streamStats(ctx.services.metrics, ctx.tag);
+    const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, protocol));
     const listener = await ctx.services.listeners.tcp(parseListen(args.listen), ctx.owner);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), frameMs: parseDuration(args.frame_timeout), maxFrame: MAX_QUERY_BYTES };
     const onQuery: TcpHandler = (query, remote, reply, oversized) => {
@@ -78,6 +81,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
         listener.connections.configure(limits);
         listener.connections.useStats(stats);
         listener.tls = secure;
+        listener.proxy = proxy;
         listener.handler = onQuery;
         const a = listener.address();
         ctx.log.info({ protocol, address: a.address, port: a.port, max_conns: limits.maxConns }, `${protocol} server listening`);

@@ -1,11 +1,13 @@
 // `udp_server`: plain DNS over UDP. Answers are fitted to the client's EDNS size, capped by
-// `max_udp_size` so a small query cannot draw a large answer (TC when cut).
+// `max_udp_size` so a small query cannot draw a large answer (TC when cut). With `proxy_protocol`
+// each datagram from a trusted balancer may start with a PROXY v2 header naming the client.
 
 import { parseListen } from "../../config/listen.js";
 import { isPromise } from "../../engine/types.js";
 import { definePlugin } from "../../registry/types.js";
 import { QueryHandler, serverStats } from "./handle.js";
 import type { UdpHandler } from "./listeners.js";
+import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 
 interface UdpServerArgs extends ServerArgs {
@@ -31,12 +33,24 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
     const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), ctx.log, args.max_udp_size);
     const listener = await ctx.services.listeners.udp(parseListen(args.listen), ctx.owner);
     const socket = listener.socket;
-    const onMessage: UdpHandler = (msg, rinfo) => {
-      const answer = handler.handle(msg, rinfo.address, rinfo.port);
-      if (answer === null) return;
-      if (isPromise(answer)) void answer.then((a) => a && socket.send(a, rinfo.port, rinfo.address));
-      else socket.send(answer, rinfo.port, rinfo.address);
-    };
+    const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, "udp"));
+    // Answers go back to the peer (the balancer, when a header named another client).
+    const onMessage: UdpHandler =
+      proxy === null
+        ? (msg, rinfo) => {
+            const answer = handler.handle(msg, rinfo.address, rinfo.port);
+            if (answer === null) return;
+            if (isPromise(answer)) void answer.then((a) => a && socket.send(a, rinfo.port, rinfo.address));
+            else socket.send(answer, rinfo.port, rinfo.address);
+          }
+        : (msg, rinfo) => {
+            const at = proxy.unwrap(msg, rinfo.address, rinfo.port);
+            if (at < 0) return;
+            const answer = handler.handle(at === 0 ? msg : msg.subarray(at), proxy.client.address, proxy.client.port);
+            if (answer === null) return;
+            if (isPromise(answer)) void answer.then((a) => a && socket.send(a, rinfo.port, rinfo.address));
+            else socket.send(answer, rinfo.port, rinfo.address);
+          };
     return {
       address: () => ({ protocol: "udp", ...listener.address() }),
       start() {

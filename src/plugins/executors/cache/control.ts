@@ -54,8 +54,11 @@ const ok = { ok: { type: "boolean" } } as const;
 
 async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknown> {
   switch (op.type) {
-    case "CACHE.FLUSH":
-      return cache.flush();
+    case "CACHE.FLUSH": {
+      const n = cache.flush();
+      if (op.from_peer !== true) await cache.clearShared();
+      return n;
+    }
     case "CACHE.DELETE":
       if (!cache.deleteEntry(op.id)) throw new CacheApiError("cache_entry_not_found", "no such entry in this cache (it may have expired or been evicted)");
       return true;
@@ -159,4 +162,6 @@ export const cacheControl: PluginControl<CacheExecutor> = {
     input: { tag: env.tag },
   }),
   routes,
+  // The member that was asked has cleared the shared Redis level; the others clear their own memory.
+  shared: { events: ["CACHE.FLUSH"], replay: () => ({ type: "CACHE.FLUSH", from_peer: true }) },
 };

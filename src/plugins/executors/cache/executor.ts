@@ -12,7 +12,9 @@ import { makeEntry, type AdmitPolicy } from "./admit.js";
 import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
 import { decodeDump, encodeDump, writeFileAtomic } from "./dump.js";
 import { InvalidEntryIdError } from "./errors.js";
-import { keyFromId, requestBits, requestEcs, type KeyParts } from "./key.js";
+import { keyFromId, keyString, requestBits, requestEcs, type KeyParts } from "./key.js";
+import type { RedisTier } from "./redis-tier.js";
+import { adoptShared, loadShared, shareEntry } from "./shared.js";
 import { cacheStats, type CacheStats } from "./stats.js";
 import { LruStore, type Entry } from "./store.js";
 
@@ -25,6 +27,12 @@ export interface CacheOptions {
   /** Absolute path, or null. */
   dumpFile: string | null;
   dumpIntervalMs: number;
+  /** The second level in Redis (none by default). */
+  tier?: RedisTier | null;
+  /** Fill the local cache from Redis after start. */
+  loadAtStart?: boolean;
+  /** Gives the Redis link back (on destroy). */
+  releaseTier?: () => Promise<void>;
 }
 
 /** RFC 8767 §4 suggests 30 s for stale answers: clients come back soon and get the refreshed one. */
@@ -44,6 +52,7 @@ export class CacheExecutor implements ExecutorPlugin {
   private saving: Promise<void> = Promise.resolve();
   private timers: NodeJS.Timeout[] = [];
   private destroyed = false;
+  private readonly tier: RedisTier | null;
 
   constructor(
     private readonly options: CacheOptions,
@@ -55,6 +64,7 @@ export class CacheExecutor implements ExecutorPlugin {
     this.shortCircuit = options.shortCircuit;
     this.ecsInKey = options.ecsInKey;
     this.policy = options.policy;
+    this.tier = options.tier ?? null;
   }
 
   execute(ctx: DnsContext, next: Continuation | null): StepResult {
@@ -86,6 +96,8 @@ export class CacheExecutor implements ExecutorPlugin {
     }
     s.miss.value++;
     const key: KeyParts = { qname: ctx.qname, qtype: question.type, qclass: question.class, bits, ecs };
+    const shared = this.tier === null ? null : this.tier.read(keyString(key));
+    if (shared !== null) return this.missShared(ctx, next, key, shared);
     const r = runNext(ctx, next);
     if (isPromise(r)) {
       return r.then((step) => {
@@ -95,6 +107,42 @@ export class CacheExecutor implements ExecutorPlugin {
     }
     this.admit(ctx, key);
     return r;
+  }
+
+  /** A local miss with a Redis tier: an entry found there within the budget is stored and served like a local one. */
+  private missShared(ctx: DnsContext, next: Continuation | null, key: KeyParts, read: Promise<Buffer | null>): Promise<Step> {
+    return read.then((value) => {
+      const e = value === null || this.destroyed ? null : this.adopt(key, value);
+      if (e !== null) {
+        const now = performance.now();
+        if (now < e.freshUntil) {
+          this.serve(ctx, e, now, true);
+          return this.shortCircuit ? Step.Stop : runNext(ctx, next);
+        }
+        if (next !== null) this.refresh(ctx, e, next);
+        this.serve(ctx, e, now, false);
+        return this.shortCircuit ? Step.Stop : runNext(ctx, next);
+      }
+      const r = runNext(ctx, next);
+      if (isPromise(r)) {
+        return r.then((step) => {
+          this.admit(ctx, key);
+          return step;
+        });
+      }
+      this.admit(ctx, key);
+      return r;
+    });
+  }
+
+  /** Stores an entry read from Redis locally (replacing any); null when it is unusable or has expired. */
+  private adopt(key: KeyParts, value: Buffer): Entry | null {
+    const e = adoptShared(key, value, performance.now(), Date.now());
+    if (e === null) return null;
+    this.stats.evicted.value += this.store.insert(e);
+    this.stats.entries.value = this.store.size;
+    this.changes++;
+    return e;
   }
 
   /** Answers from the stored bytes: copy, then patch ID, TTLs and the question name's letter case. */
@@ -156,6 +204,7 @@ export class CacheExecutor implements ExecutorPlugin {
     s.insert.value++;
     s.entries.value = this.store.size;
     this.changes++;
+    if (this.tier !== null) shareEntry(this.tier, entry, performance.now(), Date.now());
     return true;
   }
 
@@ -202,6 +251,8 @@ export class CacheExecutor implements ExecutorPlugin {
   async init(): Promise<void> {
     const file = this.options.dumpFile;
     if (file !== null) await this.loadFile(file);
+    // In the background: a slow or unreachable Redis must not hold up the start.
+    if (this.tier !== null && this.options.loadAtStart === true) void this.loadFromTier(this.tier);
     const sweep = setInterval(() => {
       this.store.sweep(performance.now());
       this.stats.entries.value = this.store.size;
@@ -223,6 +274,12 @@ export class CacheExecutor implements ExecutorPlugin {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     if (this.options.dumpFile !== null) await this.persist().catch(() => undefined);
+    await this.options.releaseTier?.();
+  }
+
+  private async loadFromTier(tier: RedisTier): Promise<void> {
+    const n = await loadShared(tier, this.store.capacity - this.store.size, (key, value) => !this.destroyed && this.store.find(key.qname, key.qtype, key.qclass, key.bits, key.ecs) === undefined && this.adopt(key, value) !== null);
+    if (n !== null) this.log.info({ target: "redis", redis: tier.link.target, entries: n }, "cache entries loaded from redis");
   }
 
   private async loadFile(file: string): Promise<void> {
@@ -277,6 +334,7 @@ export class CacheExecutor implements ExecutorPlugin {
   deleteEntry(id: string): boolean {
     const k = keyFromId(id);
     if (k === null) throw new InvalidEntryIdError();
+    this.tier?.remove(keyString(k));
     const e = this.store.find(k.qname, k.qtype, k.qclass, k.bits, k.ecs);
     if (!e) return false;
     this.store.remove(e);
@@ -291,6 +349,18 @@ export class CacheExecutor implements ExecutorPlugin {
     this.stats.entries.value = 0;
     this.changes++;
     return n;
+  }
+
+  /** Removes this cache's entries from Redis too (a flush asked on this instance, not one replayed from a peer). */
+  async clearShared(): Promise<void> {
+    const tier = this.tier;
+    if (tier === null) return;
+    try {
+      const n = await tier.clear();
+      this.log.info({ target: "redis", redis: tier.link.target, removed: n }, "cache entries removed from redis");
+    } catch (err) {
+      this.log.warn({ target: "redis", redis: tier.link.target, err: (err as Error).message }, "cache entries could not be removed from redis; the local cache is flushed");
+    }
   }
 
   dump(): Buffer {

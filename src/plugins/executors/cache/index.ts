@@ -1,8 +1,10 @@
 // `cache`: answers repeated questions from stored wire bytes, runs the rest of the sequence on a miss and stores its answer.
 
 import { ArgError, argProblems, definePlugin } from "../../../registry/types.js";
+import { redisUrlProblem } from "../../../cluster/redis-url.js";
 import { cacheControl } from "./control.js";
 import { CacheExecutor } from "./executor.js";
+import { RedisTier, redisTierStats } from "./redis-tier.js";
 
 export { CacheExecutor } from "./executor.js";
 export type { CacheEntriesPage, CacheEntriesQuery, CacheEntryRow } from "./api.js";
@@ -19,6 +21,15 @@ interface CacheArgs {
   negative_ttl_without_soa: number;
   max_positive_ttl?: number;
   ecs_in_key: boolean;
+  redis?: RedisArgs;
+}
+
+interface RedisArgs {
+  url: string;
+  prefix: string;
+  read_budget_ms: number;
+  load_at_start: boolean;
+  max_pending_writes: number;
 }
 
 const MAX_TTL = 0x7fffffff;
@@ -37,6 +48,19 @@ const schema = {
     negative_ttl_without_soa: { type: "integer", minimum: 0, maximum: MAX_TTL, default: 60 },
     max_positive_ttl: { type: "integer", minimum: 1, maximum: MAX_TTL },
     ecs_in_key: { type: "boolean", default: false },
+    // A second level shared by every instance that names the same Redis and prefix.
+    redis: {
+      type: "object",
+      additionalProperties: false,
+      required: ["url"],
+      properties: {
+        url: { type: "string", minLength: 1 },
+        prefix: { type: "string", minLength: 1, maxLength: 200, default: "sluice:cache:" },
+        read_budget_ms: { type: "integer", minimum: 1, maximum: 1000, default: 20 },
+        load_at_start: { type: "boolean", default: true },
+        max_pending_writes: { type: "integer", minimum: 1, maximum: 100_000, default: 1000 },
+      },
+    },
   },
 } as const;
 
@@ -44,6 +68,8 @@ function validate(args: CacheArgs): void {
   if (args.dump_file !== undefined && args.dump_interval <= 0) {
     throw new ArgError("dump_interval must be greater than 0 when dump_file is set", ["dump_interval"]);
   }
+  const url = args.redis ? redisUrlProblem(args.redis.url) : null;
+  if (url !== null) throw new ArgError(url, ["redis", "url"]);
 }
 
 export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
@@ -65,6 +91,13 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
   create(args, ctx) {
     validate(args);
     const lazy = args.lazy_cache_ttl ?? 0;
+    const owner = {};
+    const redis = args.redis;
+    const link = redis ? ctx.services.redis.acquire(redis.url, owner) : null;
+    const tier =
+      redis && link
+        ? new RedisTier(link, { prefix: redis.prefix, readBudgetMs: redis.read_budget_ms, maxPendingWrites: redis.max_pending_writes }, redisTierStats(ctx.services.metrics, ctx.tag), ctx.log)
+        : null;
     return new CacheExecutor(
       {
         tag: ctx.tag,
@@ -80,6 +113,9 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
         },
         dumpFile: args.dump_file === undefined ? null : ctx.resolvePath(args.dump_file),
         dumpIntervalMs: args.dump_interval * 1000,
+        tier,
+        loadAtStart: redis?.load_at_start ?? false,
+        releaseTier: () => (link ? ctx.services.redis.release(link, owner) : Promise.resolve()),
       },
       ctx.services.metrics,
       ctx.log,

@@ -1,0 +1,149 @@
+// A replica's side of `--config-from`: the pull before start (so the first generation already runs
+// the primary's configuration), and the follower actor (machines/config-follow.machine.ts) bound to
+// the App's actors: a new version is saved through the config actor (validated, written
+// atomically, as PUT /api/config does) and reloaded through the app actor (as POST /api/reload
+// does). A configuration that does not validate is never written: the replica keeps the last good
+// one, logs why, and its reload status shows it.
+
+import { readFile } from "node:fs/promises";
+import { createActor, fromPromise, type Actor } from "xstate";
+import { RefusedError, sendIfAccepted, ask } from "../../actors/ask.js";
+import type { AppActor, ConfigActor } from "../../actors/app.actor.js";
+import { configFollowMachine, type ApplyResult, type Fetched, type FollowContext } from "../../machines/config-follow.machine.js";
+import type { SaveResult } from "../../machines/config.machine.js";
+import { replaceFileAtomically } from "../config/atomic-file.js";
+import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
+import { contentVersion, loadConfigSource, withoutBom } from "../config/load.js";
+import type { Logger } from "../observability/logger.js";
+import { analyzeConfig } from "../registry/analyze.js";
+import type { Catalog } from "../registry/catalog.js";
+import { fetchConfig, sourceName, type ConfigSource } from "./config-source.js";
+
+/** What the pull before start came to. */
+export interface InitialPull {
+  /** The primary's version, when it answered. */
+  version: string | null;
+  /** Its configuration is the local file now. */
+  applied: boolean;
+  error: string | null;
+}
+
+export interface Following {
+  source: ConfigSource;
+  initial: InitialPull;
+}
+
+const short = (v: string): string => v.slice(0, 12);
+
+/** Save failures that mean "not now" rather than "this configuration is wrong". */
+const NOT_NOW = new Set(["config_validation_busy", "config_save_failed", "config_save_unavailable"]);
+
+function describeProblem(err: unknown): string {
+  if (err instanceof ConfigError) return err.diagnostics.map(formatDiagnostic).join("\n");
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Pulls the primary's configuration and writes it to `configPath` when it validates; never throws (the local file is the fallback). */
+export async function initialPull(source: ConfigSource, configPath: string, catalog: Catalog, env: NodeJS.ProcessEnv): Promise<InitialPull> {
+  let fetched: Fetched;
+  try {
+    fetched = await fetchConfig(source);
+  } catch (err) {
+    return { version: null, applied: false, error: `the primary ${sourceName(source)} could not be read: ${(err as Error).message}` };
+  }
+  try {
+    analyzeConfig(loadConfigSource(fetched.content, configPath, { env }), catalog);
+  } catch (err) {
+    return { version: fetched.version, applied: false, error: refusal(source, fetched.version, describeProblem(err)) };
+  }
+  let local: string | null = null;
+  try {
+    local = contentVersion(withoutBom(await readFile(configPath, "utf8")));
+  } catch {
+    /* no local copy yet */
+  }
+  if (local !== fetched.version) await replaceFileAtomically(configPath, fetched.content);
+  return { version: fetched.version, applied: true, error: null };
+}
+
+function refusal(source: ConfigSource, version: string, why: string): string {
+  return `configuration ${short(version)} from ${sourceName(source)} refused; the last good configuration keeps serving: ${why}`;
+}
+
+export type FollowActor = Actor<typeof configFollowMachine>;
+
+export interface FollowHost {
+  readonly actor: AppActor;
+  readonly configActor: ConfigActor;
+  readonly log: Logger;
+}
+
+/** Saves and reloads one version through the same actors as PUT /api/config and POST /api/reload. */
+async function apply(host: FollowHost, source: ConfigSource, f: Fetched): Promise<ApplyResult> {
+  let result: SaveResult;
+  try {
+    result = (await ask(host.configActor, { type: "SAVE", request: { content: f.content, baseVersion: null, validate: true } })) as SaveResult;
+  } catch (err) {
+    if (err instanceof RefusedError) return { outcome: "busy", error: "a configuration save was running; trying again at the next poll" };
+    throw err;
+  }
+  if (!result.ok) {
+    if (NOT_NOW.has(result.code)) return { outcome: "busy", error: `${result.code}: ${result.message}` };
+    const error = refusal(source, f.version, result.message);
+    host.log.warn({ target: "config", source: sourceName(source), version: f.version, err: result.message }, "configuration from the primary refused; the last good configuration keeps serving");
+    return { outcome: "refused", error };
+  }
+  host.log.info({ target: "config", source: sourceName(source), version: f.version }, "configuration from the primary saved; reloading");
+  // A reload already running finishes first (the save is on disk, so the next one reads it).
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      sendIfAccepted(host.actor, { type: "RELOAD.REQUEST" });
+      return { outcome: "applied" };
+    } catch (err) {
+      if (!(err instanceof RefusedError) || err.guard !== "reloadIdle" || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** Starts the follower for a replica that was started with --config-from. */
+export function startFollower(host: FollowHost, following: Following): FollowActor {
+  const { source, initial } = following;
+  const machine = configFollowMachine.provide({
+    actors: {
+      fetch: fromPromise(() => fetchConfig(source)),
+      apply: fromPromise(({ input }: { input: Fetched }) => apply(host, source, input)),
+    },
+    actions: {
+      reportRefused: (_args, params: { error: string; version: string | null }) => {
+        const snap = host.actor.getSnapshot();
+        if (snap.status === "active" && snap.can({ type: "RELOAD.REFUSED", ...params })) host.actor.send({ type: "RELOAD.REFUSED", ...params });
+      },
+    },
+  });
+  const actor = createActor(machine, {
+    systemId: "config-follow",
+    input: { source: sourceName(source), interval_ms: source.intervalMs, clock: Date.now, version: initial.version, applied: initial.applied, error: initial.error },
+  });
+  actor.start();
+  return actor;
+}
+
+/** The follower as /api/reload/status shows it. */
+export function followRecord(actor: FollowActor): Record<string, unknown> {
+  const snap = actor.getSnapshot();
+  const c: FollowContext = snap.context;
+  return {
+    source: c.source,
+    state: typeof snap.value === "string" ? snap.value : "unknown",
+    interval_ms: c.interval_ms,
+    version: c.version,
+    applied_version: c.applied_version,
+    refused_version: c.refused_version,
+    last_poll_ms: c.last_poll_ms,
+    last_applied_ms: c.last_applied_ms,
+    last_error: c.last_error,
+    polls: c.polls,
+  };
+}

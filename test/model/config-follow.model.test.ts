@@ -1,0 +1,281 @@
+// Model-based test of a replica following its primary (machines/config-follow.machine.ts):
+// @xstate/graph generates a shortest path to every transition (each poll's outcome: the primary's
+// version unchanged, a new one, or the primary unreachable; each apply's outcome: applied, refused
+// because it does not validate, busy because a save was running), and each path is replayed against
+// the real program: an in-process primary, a replica started with --config-from as a child process,
+// and a TCP relay between them that the test can take down. Before each poll the test makes the
+// world the next step says (a valid or invalid configuration saved on the primary, the old one put
+// back, the relay down, a slow save running on the replica); after each poll GET /api/reload/status
+// must show what the machine's context says (versions handled, applied and refused, an error or
+// not), and DNS must answer with the applied configuration. The machine takes no outside request,
+// so there is no refusal to check; `apply` failing outright (not busy, not refused) happens only
+// while the process stops, and is not generated.
+import net from "node:net";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { getShortestPaths } from "@xstate/graph";
+import { getInitialSnapshot, getNextSnapshot, type SnapshotFrom } from "xstate";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { configFollowMachine } from "../../machines/config-follow.machine.js";
+import { startCli, type RunningCli } from "../helpers/cli.js";
+import { answerIps, ask } from "../helpers/dns.js";
+import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
+
+type Snap = SnapshotFrom<typeof configFollowMachine>;
+/** `fetched`: the primary still has the version handled last, or a new one (labelled vN when replayed). */
+type ModelEvent = { type: string; output?: { version?: string; fetched?: "same" | "new"; outcome?: string; error?: string }; error?: unknown };
+
+let labels = 0;
+function eventsFor(s: Snap): ModelEvent[] {
+  switch (s.value) {
+    case "waiting":
+      return [{ type: "xstate.after.pollInterval.follow.waiting" }];
+    case "polling":
+      return [
+        { type: "xstate.done.actor.fetch", output: { version: s.context.version ?? "v0", fetched: "same" } },
+        { type: "xstate.done.actor.fetch", output: { version: `g${++labels}`, fetched: "new" } },
+        { type: "xstate.error.actor.fetch", error: new Error("unreachable") },
+      ];
+    case "applying":
+      return (["applied", "refused", "busy"] as const).map((outcome) => ({ type: "xstate.done.actor.apply", output: { outcome, error: outcome } }));
+    default:
+      return [];
+  }
+}
+
+const kind = (e: ModelEvent | undefined): string => {
+  if (!e || e.type === "xstate.init") return "start";
+  if (e.type.startsWith("xstate.after")) return "poll";
+  if (e.type === "xstate.error.actor.fetch") return "unreachable";
+  if (e.type === "xstate.done.actor.fetch") return "fetched";
+  return e.output?.outcome ?? e.type;
+};
+
+const paths = getShortestPaths(configFollowMachine, {
+  input: { source: "primary", interval_ms: 1000, clock: () => 0, version: "v0", applied: true, error: null },
+  events: (s) => eventsFor(s) as never,
+  serializeState: (s, e, prev) => {
+    const c = s.context;
+    const ev = e as ModelEvent | undefined;
+    const fetched = ev?.output?.fetched ?? "";
+    return JSON.stringify([prev?.value ?? null, kind(ev), fetched, s.value, c.version === c.applied_version, c.version === c.refused_version, c.refused_version !== null, c.last_error === null]);
+  },
+});
+
+const AUTH = { Authorization: `Basic ${Buffer.from("admin:model-pw").toString("base64")}` };
+/** The configuration for label `vN`: answers 10.0.0.N, or does not validate. */
+const content = (label: string, valid: boolean): string => `api:
+  http:
+    listen: "127.0.0.1:0"
+    auth: { username: admin, password: model-pw }
+plugins:
+  - tag: main
+    type: sequence
+    args:
+      - exec: black_hole 10.0.${Math.floor(Number(label.slice(1)) / 250)}.${Number(label.slice(1)) % 250} short_circuit
+  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
+${valid ? "" : "  - { tag: broken, type: no_such_type }\n"}`;
+
+/** A save that keeps the replica's config actor busy for a while (validating, then refused: nothing is written). */
+const slowSave = JSON.stringify({
+  content: `plugins:\n${Array.from({ length: 30_000 }, (_, i) => `  - { tag: q${i}, type: qname, args: ["domain:x${i}.test"] }`).join("\n")}\n  - { tag: zz, type: no_such_type }\n`,
+  validate: true,
+});
+
+let primary: RunningSluice;
+let relay: net.Server;
+let relayDown = false;
+const relayed = new Set<net.Socket>();
+const dir = tempDir("sluice-follow-model-");
+
+beforeAll(async () => {
+  primary = await startSluice(content("v0", true));
+  const target = Number(new URL(primary.apiUrl).port);
+  relay = net.createServer((client) => {
+    if (relayDown) return void client.destroy();
+    const upstream = net.connect(target, "127.0.0.1");
+    relayed.add(client);
+    client.on("close", () => relayed.delete(client));
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
+});
+afterAll(async () => {
+  relay.close();
+  await primary.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function savePrimary(text: string): Promise<string> {
+  const current = (await (await primary.api("/api/config", { headers: AUTH })).json()) as { version: string };
+  const res = await primary.api("/api/config", { method: "PUT", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ content: text, base_version: current.version, validate: false }) });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { version: string }).version;
+}
+
+interface Follow {
+  state: string;
+  version: string | null;
+  applied_version: string | null;
+  refused_version: string | null;
+  last_error: string | null;
+  polls: number;
+}
+
+const INPUT = { source: "primary", interval_ms: 1000, clock: () => 0, version: "v0", applied: true, error: null };
+
+/**
+ * The path's events run through the machine again: the traversal keeps one state per serialized key,
+ * so a path's stored states may come from another branch with other labels. New versions get labels
+ * v1, v2, ... in order; "same" takes the version the replica handled last.
+ */
+function replay(events: ModelEvent[]): { event: ModelEvent; snap: Snap }[] {
+  let snap = getInitialSnapshot(configFollowMachine, INPUT);
+  const out = [{ event: { type: "xstate.init" } as ModelEvent, snap }];
+  let n = 0;
+  for (const e of events.slice(1)) {
+    let event = e;
+    if (e.type === "xstate.done.actor.fetch") event = { ...e, output: { ...e.output, version: e.output?.fetched === "same" ? (snap.context.version ?? "v0") : `v${++n}` } };
+    snap = getNextSnapshot(configFollowMachine, snap, event as never);
+    out.push({ event, snap });
+  }
+  return out;
+}
+
+describe("replica follow model", () => {
+  // A path ending in polling or applying stops mid-cycle: it is finished with the simplest outcome, so what
+  // it leads to can be seen (the replica is only observed between polls).
+  const finish: Record<string, ModelEvent> = {
+    polling: { type: "xstate.done.actor.fetch", output: { fetched: "same" } },
+    applying: { type: "xstate.done.actor.apply", output: { outcome: "applied" } },
+  };
+  const cases = paths
+    .map((p) => [...p.steps.map((s) => s.event as ModelEvent), ...(finish[String(p.state.value)] ? [finish[String(p.state.value)]] : [])])
+    .map((events, i) => {
+      const steps = replay(events);
+      return { name: `#${i} ${steps.slice(1).map((s) => `${kind(s.event)}${s.event.output?.fetched ? `(${s.event.output.fetched})` : ""}→${String(s.snap.value)}`).join(" ")}`, steps };
+    });
+
+  test("the generator covers every state and every outcome", () => {
+    const kinds = new Set(cases.flatMap((c) => c.steps.map((s) => `${kind(s.event)}${s.event.output?.fetched ?? ""}`)));
+    expect([...kinds].sort()).toEqual(["applied", "busy", "fetchednew", "fetchedsame", "poll", "refused", "start", "unreachable"]);
+    // Each outcome is followed by further polls somewhere (every state the replica waits in is left again).
+    for (const outcome of ["applied", "refused", "busy", "unreachable"]) {
+      expect(cases.some((c) => c.steps.some((s, i) => kind(s.event) === outcome && c.steps[i + 1] !== undefined)), `a poll after ${outcome}`).toBe(true);
+    }
+  });
+
+  test.each(cases)("$name", async ({ steps }) => {
+    // Every path starts from the primary at v0, applied at the replica's start.
+    const real = new Map<string, { version: string; text: string; valid: boolean }>();
+    const v0 = await savePrimary(content("v0", true));
+    real.set("v0", { version: v0, text: content("v0", true), valid: true });
+    relayDown = false;
+    const file = join(dir, `replica-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(file, content("v0", true).replace("model-pw", "local-pw"));
+    const run: RunningCli = startCli(["-c", file, "--config-from", `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`, "--config-poll", "1s"], { env: { SLUICE_CONFIG_FROM_AUTH: "admin:model-pw" } });
+    try {
+      const apiPort = Number((await run.waitForLog((l) => l.msg === "management API listening")).port);
+      const udpPort = (): number => Number([...run.logs].reverse().find((l) => l.msg === "udp server listening")?.port);
+      await run.waitForLog((l) => l.msg === "configuration pulled from the primary");
+      const status = async (): Promise<{ status: string; follow: Follow }> => (await fetch(`http://127.0.0.1:${apiPort}/api/reload/status`, { headers: AUTH })).json() as Promise<{ status: string; follow: Follow }>;
+      const realOf = (label: string | null): string | null => (label === null ? null : (real.get(label)?.version ?? `unknown ${label}`));
+      let polls = (await status()).follow.polls;
+
+      for (let i = 1; i < steps.length; i++) {
+        if (kind(steps[i].event) !== "poll") continue;
+        // One poll cycle: the poll, what it fetched, and the apply when there is one.
+        const fetchStep = steps[i + 1];
+        const applyStep = steps[i + 2]?.event.type === "xstate.done.actor.apply" ? steps[i + 2] : null;
+        const end = applyStep ?? fetchStep;
+        const before = steps[i].snap.context;
+        let busy: Promise<void> | null = null;
+        let stopBusy = false;
+        const outcome = applyStep?.event.output?.outcome;
+        const fetchKind = kind(fetchStep.event);
+        const label = fetchStep.event.output?.version ?? "";
+        if (fetchKind === "unreachable") {
+          relayDown = true;
+          for (const c of relayed) c.destroy();
+        } else {
+          relayDown = false;
+          if (outcome === "busy") {
+            // Slow saves back to back on the replica, started before the primary changes, until this cycle
+            // is over: the follower's SAVE finds the config actor busy.
+            busy = (async () => {
+              while (!stopBusy) await fetch(`http://127.0.0.1:${apiPort}/api/config`, { method: "PUT", headers: { ...AUTH, "content-type": "application/json" }, body: slowSave });
+            })();
+            await new Promise((r) => setTimeout(r, 300));
+          }
+          if (!real.has(label)) {
+            const valid = outcome !== "refused";
+            const text = content(label, valid);
+            real.set(label, { version: await savePrimary(text), text, valid });
+          } else {
+            // "Unchanged": the primary holds the version the replica handled last.
+            const want = real.get(label);
+            if (want) await savePrimary(want.text);
+          }
+        }
+        // Wait for the cycle: one more poll counted, the follower waiting again, and what this cycle leaves
+        // (a poll that came between two preparations and found nothing new changes nothing it checks).
+        const done = (f: Follow): boolean => {
+          if (fetchKind === "unreachable") return /could not be read/.test(f.last_error ?? "");
+          if (outcome === "busy") return /save was running|config_validation_busy/.test(f.last_error ?? "");
+          if (outcome === "refused") return f.refused_version === real.get(label)?.version;
+          if (outcome === "applied") return f.applied_version === real.get(label)?.version;
+          return true;
+        };
+        let seen: Follow | null = null;
+        const deadline = Date.now() + 15_000;
+        while (Date.now() < deadline) {
+          const f = (await status()).follow;
+          if (f.polls > polls && f.state === "waiting" && done(f)) {
+            seen = f;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        if (busy) {
+          // The primary goes back to what the replica now holds, so polls until the slow save ends find nothing new.
+          const back = real.get(end.snap.context.version ?? "v0");
+          if (back) await savePrimary(back.text);
+          stopBusy = true;
+          await busy;
+        }
+        expect(seen, `poll cycle at step ${i}`).not.toBeNull();
+        const s = seen as Follow;
+        polls = (await status()).follow.polls;
+        const c = end.snap.context;
+        expect({ state: s.state, version: s.version, applied_version: s.applied_version, refused_version: s.refused_version, error: s.last_error !== null }).toEqual({
+          state: String(end.snap.value),
+          version: realOf(c.version),
+          applied_version: realOf(c.applied_version),
+          refused_version: realOf(c.refused_version),
+          error: c.last_error !== null,
+        });
+        if (outcome === "refused") expect((await status()).status).toBe("failed");
+        if (outcome === "busy") expect(s.last_error).toMatch(/save was running|config_validation_busy/);
+        if (fetchKind === "unreachable") expect(s.last_error).toMatch(/could not be read/);
+        // DNS answers with the configuration applied last (a reload follows an apply).
+        const applied = c.applied_version ?? before.applied_version ?? "v0";
+        const n = Number(applied.slice(1));
+        const ip = `10.0.${Math.floor(n / 250)}.${n % 250}`;
+        const answerDeadline = Date.now() + 5000;
+        let got: string[] = [];
+        while (Date.now() < answerDeadline) {
+          got = answerIps(await ask(udpPort(), "x.test"));
+          if (got[0] === ip) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(got).toEqual([ip]);
+      }
+    } finally {
+      relayDown = false;
+      run.child.kill("SIGTERM");
+      await run.exited;
+    }
+  });
+});
