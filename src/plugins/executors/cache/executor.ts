@@ -98,6 +98,11 @@ export class CacheExecutor implements ExecutorPlugin {
     const key: KeyParts = { qname: ctx.qname, qtype: question.type, qclass: question.class, bits, ecs };
     const shared = this.tier === null ? null : this.tier.read(keyString(key));
     if (shared !== null) return this.missShared(ctx, next, key, shared);
+    return this.missOnward(ctx, next, key);
+  }
+
+  /** A miss at every level: the rest of the pipeline answers, and its answer is admitted. */
+  private missOnward(ctx: DnsContext, next: Continuation | null, key: KeyParts): StepResult {
     const r = runNext(ctx, next);
     if (isPromise(r)) {
       return r.then((step) => {
@@ -123,15 +128,7 @@ export class CacheExecutor implements ExecutorPlugin {
         this.serve(ctx, e, now, false);
         return this.shortCircuit ? Step.Stop : runNext(ctx, next);
       }
-      const r = runNext(ctx, next);
-      if (isPromise(r)) {
-        return r.then((step) => {
-          this.admit(ctx, key);
-          return step;
-        });
-      }
-      this.admit(ctx, key);
-      return r;
+      return this.missOnward(ctx, next, key);
     });
   }
 
