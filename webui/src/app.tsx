@@ -12,9 +12,10 @@ import { href, route } from "./router";
 import { ConfigPage } from "./pages/config";
 import { JobsPage } from "./pages/jobs";
 import { LogsPage } from "./pages/logs";
+import { OverviewPage } from "./pages/overview";
 import { PluginsPage } from "./pages/plugins";
+import { QueriesPage } from "./pages/queries";
 import { SignIn } from "./pages/sign-in";
-import { SlotPage } from "./pages/slot";
 import { SystemPage } from "./pages/system";
 
 interface Page {
@@ -26,10 +27,8 @@ interface Page {
 }
 
 const PAGES: Page[] = [
-  // SLOT(part 2): Overview, from the recorder's stats routes.
-  { id: "overview", title: "Overview", sources: () => capabilities.value.overview, render: () => <SlotPage title="Overview" what="query statistics" sources={capabilities.value.overview} /> },
-  // SLOT(part 2): Query log, from the recorder's records and stream routes.
-  { id: "queries", title: "Query log", sources: () => capabilities.value.records, render: () => <SlotPage title="Query log" what="recorded queries" sources={capabilities.value.records} /> },
+  { id: "overview", title: "Overview", sources: () => capabilities.value.overview, render: () => <OverviewPage sources={capabilities.value.overview} /> },
+  { id: "queries", title: "Query log", sources: () => capabilities.value.records, render: () => <QueriesPage sources={capabilities.value.records} /> },
   { id: "logs", title: "Logs", sources: () => null, render: () => <LogsPage /> },
   { id: "plugins", title: "Plugins", sources: () => null, render: () => <PluginsPage /> },
   { id: "config", title: "Configuration", sources: () => null, render: () => <ConfigPage /> },

@@ -37,7 +37,7 @@ const servingAny = (method: string, sub: string): PluginInfo[] => plugins.value.
 
 /** Which optional pages the server can back. */
 export const capabilities = computed(() => ({
-  // SLOT(part 2): Overview and Query log read a query recorder's stats, records and stream routes.
+  // Overview and Query log read a query recorder's stats, records and stream routes.
   overview: servingAny("GET", "stats/timeseries"),
   records: servingAny("GET", "records"),
   // Cron jobs and downloads (the Cron & downloads page, and their cards on the Plugins page).

@@ -1,9 +1,9 @@
 // Logs: the live log stream (GET /api/logs/stream) with a minimum level, a text filter and pause.
-// Entries arrive over the fetch-based SSE reader (src/sse.ts); the newest are shown first.
+// Entries arrive over the fetch-based SSE reader (components/live.ts); the newest are shown first.
 
 import { useSignal } from "@preact/signals";
-import { useEffect, useRef } from "preact/hooks";
-import { openStream, type StreamState } from "../sse";
+import { useEffect } from "preact/hooks";
+import { useLiveStream } from "../components/live";
 import { clock } from "../format";
 import { Badge, Notice, toneOf } from "../components/ui";
 
@@ -23,8 +23,6 @@ type Level = (typeof LEVELS)[number];
 const KEEP = 1000;
 /** Entries replayed when the stream opens. */
 const TAIL = 200;
-/** How often arrived entries are drawn (one render per batch, not per entry). */
-const DRAW_MS = 100;
 
 const LEVEL_TONE: Record<string, "muted" | "info" | "warn" | "error"> = { trace: "muted", debug: "muted", info: "info", warn: "warn", error: "error", fatal: "error" };
 
@@ -40,42 +38,17 @@ export function LogsPage() {
   const query = useSignal("");
   const entries = useSignal<LogEntry[]>([]);
   const held = useSignal<LogEntry[]>([]);
-  const state = useSignal<StreamState>("connecting");
-  const detail = useSignal<string | null>(null);
-  const dropped = useSignal(0);
-  const pending = useRef<LogEntry[]>([]);
+  const path = `api/logs/stream?tail=${TAIL}&level=${level.value}`;
 
+  // A new level starts a new list.
   useEffect(() => {
     entries.value = [];
     held.value = [];
-    dropped.value = 0;
-    pending.current = [];
-    const draw = window.setInterval(() => {
-      if (pending.current.length === 0) return;
-      const fresh = pending.current.reverse();
-      pending.current = [];
-      if (paused.peek()) held.value = [...fresh, ...held.peek()].slice(0, KEEP);
-      else entries.value = [...fresh, ...entries.peek()].slice(0, KEEP);
-    }, DRAW_MS);
-    const stream = openStream(`api/logs/stream?tail=${TAIL}&level=${level.value}`, {
-      onEvent(ev) {
-        if (ev.event === "log") {
-          pending.current.push(JSON.parse(ev.data) as LogEntry);
-          if (pending.current.length > KEEP) pending.current.splice(0, pending.current.length - KEEP);
-        } else if (ev.event === "dropped") {
-          dropped.value += (JSON.parse(ev.data) as { dropped: number }).dropped;
-        }
-      },
-      onState(s, why) {
-        state.value = s;
-        detail.value = why ?? null;
-      },
-    });
-    return () => {
-      stream.close();
-      clearInterval(draw);
-    };
-  }, [level.value]);
+  }, [path]);
+  const { state, detail, dropped } = useLiveStream<LogEntry>(path, "log", KEEP, (fresh) => {
+    if (paused.peek()) held.value = [...fresh, ...held.peek()].slice(0, KEEP);
+    else entries.value = [...fresh, ...entries.peek()].slice(0, KEEP);
+  });
 
   const resume = (): void => {
     entries.value = [...held.value, ...entries.value].slice(0, KEEP);
