@@ -142,6 +142,7 @@ describe("overview", { timeout: 60_000 }, () => {
     await w.page.getByRole("button", { name: "Show" }).click();
     o = await overviewAt(w.page, 0);
     expect(o.shares).toEqual({ answered: 0, blocked: 0, error: 0, no_response: 0 });
+    await w.screenshot("overview-custom-range");
     expect(w.problems()).toEqual([]);
   });
 });
@@ -184,6 +185,7 @@ describe("query log", { timeout: 60_000 }, () => {
     expect(await w.page.getByTestId("records-older").isDisabled()).toBe(true);
     await w.page.getByTestId("records-newer").click();
     await expect.poll(async () => (await tableRows(w.page))[0]?.id).toBe(first[0]?.id);
+    await w.screenshot("query-log-paged");
     expect(w.problems()).toEqual([]);
   });
 
