@@ -194,7 +194,8 @@ export function QueriesPage({ sources }: { sources: PluginInfo[] }) {
 
   if (tag === null) return null;
   const rows = live.value ? liveRows.value.map((f) => f.record) : (page.value?.records ?? []);
-  const showInstance = rows.some((r) => typeof r.instance === "string" && r.instance !== "");
+  // The answering instance matters only when a shared store holds several.
+  const showInstance = new Set(rows.map((r) => r.instance ?? "")).size > 1;
   const f = form.value;
   return (
     <section aria-labelledby="queries-title">
