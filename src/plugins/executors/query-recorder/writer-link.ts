@@ -9,6 +9,7 @@ export interface WriterHandlers {
   /** Rows in the database after a clear or a cleanup. */
   records(n: number): void;
   replay(m: Extract<WriterReply, { t: "replay" }>): void;
+  frames(m: Extract<WriterReply, { t: "frames" }>): void;
   log(m: Extract<WriterReply, { t: "log" }>): void;
   /** The thread ended; `error` unless it was asked to close. Not called for a thread that never became ready. */
   exit(error: Error | null): void;
@@ -48,6 +49,8 @@ export class WriterLink {
           return handlers.committed(m);
         case "replay":
           return handlers.replay(m);
+        case "frames":
+          return handlers.frames(m);
         case "log":
           if (m.level === "error") lastError = new Error(m.err);
           return handlers.log(m);
