@@ -2,8 +2,8 @@
 // (a: PostgreSQL only; b: SQLite and PostgreSQL) write one store; records, the detail route and
 // every stats route read the same from either, `instance=` narrows; the stream of one shows a query
 // answered by the other and resumes with Last-Event-ID; with PostgreSQL stopped DNS keeps answering,
-// the routes answer 503, and after its restart the records waiting in the queue and new ones are
-// written; a store of a newer schema version is refused at start.
+// the routes (a delete too) answer 503, and after its restart the records waiting in the queue and
+// new ones are written; a store of a newer schema version is refused at start.
 import Database from "better-sqlite3";
 import { join } from "node:path";
 import pg from "pg";
@@ -176,6 +176,10 @@ describe.skipIf(!enabled)("PostgreSQL query store", () => {
     });
     expect(down.code).toBe("query_recorder_unavailable");
     expect((await a.api(`${R}/stats/rcode`)).status).toBe(503);
+    // A delete does not wait for PostgreSQL behind the records that do.
+    const del = await a.api(`${R}/records`, { method: "DELETE" });
+    expect(await del.json()).toMatchObject({ ok: false, code: "query_recorder_unavailable" });
+    expect(del.status).toBe(503);
     await server.resume();
     const after = await seen(a, before + 10);
     expect(after.filter((r) => r.questions_json[0].name.startsWith("down"))).toHaveLength(10);

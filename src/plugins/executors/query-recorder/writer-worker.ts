@@ -102,6 +102,16 @@ function writeSqlite(store: RecorderStore, batch: BatchRecord[]): string[] | nul
   }
 }
 
+/** Clears and cleanups waiting behind a batch that cannot be written fail now rather than wait for PostgreSQL. */
+function refuseWaiting(why: string): void {
+  for (let i = queue.length - 1; i >= 0; i--) {
+    const m = queue[i];
+    if (m.t !== "clear" && m.t !== "cleanup") continue;
+    queue.splice(i, 1);
+    post({ t: "done", id: m.id, ok: false, message: `PostgreSQL cannot be reached: ${why}`, records: records() });
+  }
+}
+
 /** Writes to PostgreSQL, retrying while it cannot be reached; false when the batch is given up. */
 async function writePostgres(store: PgRecorderStore, batch: BatchRecord[]): Promise<boolean> {
   for (let wait = RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
@@ -118,6 +128,7 @@ async function writePostgres(store: PgRecorderStore, batch: BatchRecord[]): Prom
       }
       if (!pgDown) post({ t: "log", level: "warn", msg: "PostgreSQL query store unreachable; records wait (up to queue_size) while the writer retries", err: errorText(err) });
       pgDown = true;
+      refuseWaiting(errorText(err));
       await new Promise((r) => setTimeout(r, wait));
     }
   }
@@ -187,11 +198,9 @@ async function drain(): Promise<void> {
         break;
       case "live":
         live = m.on;
-        feed?.setLive(m.on);
         break;
       case "replay":
-        if (feed) feed.replay(m.client, m.tail, m.afterId);
-        else if (sqlite) {
+        if (sqlite) {
           const entries = sqlite.tail.last(m.afterId === null ? m.tail : sqlite.tail.capacity).filter((e) => m.afterId === null || e.record.id > m.afterId);
           post({ t: "replay", client: m.client, frames: entries.map((e) => recordFrame(e.record, e.steps)) });
         }
@@ -213,6 +222,9 @@ async function drain(): Promise<void> {
 port.on("message", (m: WriterRequest) => {
   if (closing) return;
   if (m.t === "close") closeRequested = true;
+  // The PostgreSQL feed keeps its own order (pg-feed.ts): streams need not wait behind batches.
+  if (feed && m.t === "live") return feed.setLive(m.on);
+  if (feed && m.t === "replay") return feed.replay(m.client, m.tail, m.afterId);
   queue.push(m);
   // Messages that arrive while one is handled join the queue; the next turn takes them together.
   if (!draining) {
