@@ -2,8 +2,9 @@
 // (a: PostgreSQL only; b: SQLite and PostgreSQL) write one store; records, the detail route and
 // every stats route read the same from either, `instance=` narrows; the stream of one shows a query
 // answered by the other and resumes with Last-Event-ID; with PostgreSQL stopped DNS keeps answering,
-// the routes (a delete too) answer 503, and after its restart the records waiting in the queue and
-// new ones are written; a store of a newer schema version is refused at start.
+// the routes (a delete too) answer 503, an instance started meanwhile starts and answers, and after
+// its restart the records waiting in the queues and new ones are written; a store of a newer schema
+// version is refused at start.
 import Database from "better-sqlite3";
 import { join } from "node:path";
 import pg from "pg";
@@ -180,11 +181,19 @@ describe.skipIf(!enabled)("PostgreSQL query store", () => {
     const del = await a.api(`${R}/records`, { method: "DELETE" });
     expect(await del.json()).toMatchObject({ ok: false, code: "query_recorder_unavailable" });
     expect(del.status).toBe(503);
-    await server.resume();
-    const after = await seen(a, before + 10);
-    expect(after.filter((r) => r.questions_json[0].name.startsWith("down"))).toHaveLength(10);
-    expect(await ask(a, "up-again.a.pg.test")).toBe(0);
-    await seen(b, 1, "qname=up-again");
+    // An instance started meanwhile starts and answers; its recorder waits the same way.
+    const late = await startSluice(config("late", pgArgs()));
+    try {
+      expect(await ask(late, "down.late.pg.test")).toBe(0);
+      await server.resume();
+      const after = await seen(a, before + 11);
+      expect(after.filter((r) => r.questions_json[0].name.startsWith("down"))).toHaveLength(11);
+      expect(await ask(a, "up-again.a.pg.test")).toBe(0);
+      await seen(b, 1, "qname=up-again");
+      expect((await seen(late, 1, "instance=late")).map((r) => r.questions_json[0].name)).toEqual(["down.late.pg.test."]);
+    } finally {
+      await late.stop();
+    }
   }, 60_000);
 
   test("a store that holds a newer schema version is refused at start, saying so", async () => {

@@ -35,11 +35,14 @@ export class WriterLink {
     let lastError: Error | null = null;
     this.ready = new Promise((resolve, reject) => {
       failStart = reject;
-      this.worker.once("message", (m: WriterReply) => {
+      // Log lines may come first (PostgreSQL unreachable at start).
+      const onReady = (m: WriterReply): void => {
         if (m.t !== "ready") return;
+        this.worker.off("message", onReady);
         this.isReady = true;
         resolve({ records: m.records, dbBytes: m.dbBytes });
-      });
+      };
+      this.worker.on("message", onReady);
     });
     // The caller may never wait for ready (a restart that fails again is reported through exit).
     this.ready.catch(() => undefined);
