@@ -33,14 +33,10 @@ function pgWhere(f: Filter, p: Params, window?: [number, number]): string {
   const hi = Math.min(window?.[1] ?? Number.MAX_SAFE_INTEGER, f.untilMs ?? Number.MAX_SAFE_INTEGER);
   conds.push(`r.created_at_ms BETWEEN ${p.add(lo)} AND ${p.add(hi)}`);
   if (f.qname !== null) {
-    const x = p.add(like(f.qname));
-    conds.push(`(r.qname LIKE ${x} OR (r.question_count > 1 AND EXISTS (SELECT 1 FROM unnest(r.qnames) n WHERE n LIKE ${x})))`);
+    conds.push(`r.qname LIKE ${p.add(like(f.qname))}`);
   }
   if (f.clientIp !== null) conds.push(`r.client_ip ILIKE ${p.add(like(f.clientIp))}`);
-  if (f.qtype !== null) {
-    const x = p.add(f.qtype);
-    conds.push(`(r.qtype = ${x} OR (r.question_count > 1 AND ${x} = ANY (r.qtypes)))`);
-  }
+  if (f.qtype !== null) conds.push(`r.qtype = ${p.add(f.qtype)}`);
   if (f.outcome !== null) conds.push(`r.outcome = ${p.add(f.outcome)}`);
   if (f.status === "error") conds.push(`r.outcome = ${OUTCOME_ERROR}`);
   else if (f.status === "has_response") conds.push("r.outcome >= 0");

@@ -5,8 +5,9 @@
 // refused rather than written in a layout it does not understand.
 //
 // Layout: one plain row per record, no dictionaries or rollups (PostgreSQL aggregates indexed
-// columns fast enough for the stats routes): the first question's name and type on the row, every
-// question's when there are several, the wire bytes, and the execution path as a jsonb array.
+// columns fast enough for the stats routes): the question's name and type on the row (the servers
+// answer a query with more than one question FORMERR before any plugin sees it), the wire bytes,
+// and the execution path as a jsonb array.
 
 import pg from "pg";
 
@@ -45,8 +46,6 @@ CREATE TABLE IF NOT EXISTS ${records} (
   qname text NOT NULL,
   qtype integer NOT NULL,
   question_count integer NOT NULL,
-  qnames text[],
-  qtypes integer[],
   outcome integer NOT NULL,
   error text,
   query bytea NOT NULL,

@@ -1,21 +1,27 @@
 // The writer's side of the PostgreSQL store: one connection, opened (and reopened after a failure)
-// on demand. A batch is one transaction of multi-row INSERTs that first takes an advisory lock
-// shared by every instance writing the store, so ids are committed in increasing order across
-// instances (the stream reads "ids after the last one seen" and must not skip a late commit); it
-// ends with a NOTIFY the stream side listens for. Retention applies to every instance's records,
-// max_records to this instance's own; both delete in chunks. Runs in the writer worker only.
+// on demand. A batch is one transaction of multi-row INSERTs (one array parameter per column) that
+// first takes an advisory lock shared by every instance writing the store, so ids are committed in
+// increasing order across instances (the stream reads "ids after the last one seen" and must not
+// skip a late commit); it ends with a NOTIFY the stream side listens for. Retention applies to every
+// instance's records, max_records to this instance's own; both delete in chunks. Runs in the writer
+// worker only.
 
 import type pg from "pg";
 import type { BatchRecord } from "./batch.js";
 import { pgClient, pgMigrate, pgNames, pgText, type PgOptions, type PgStep } from "./pg-schema.js";
 import { outcomeOf, questionsOf, storedName } from "./store.js";
 
-/** Rows per INSERT statement (15 parameters each, under PostgreSQL's 65 535). */
-const ROWS_PER_INSERT = 1000;
+/** Rows per INSERT statement (each column travels as one array parameter). */
+const ROWS_PER_INSERT = 4096;
 /** Records deleted per statement by trims and retention. */
 const DELETE_CHUNK = 10_000;
-const COLUMNS = "created_at_ms, instance, elapsed_us, client_ip, qname, qtype, question_count, qnames, qtypes, outcome, error, query, response, steps";
-const PARAMS_PER_ROW = 14;
+/** One statement for many rows: each column is one array parameter, unnested into rows (the statement is the same for any row count). */
+const INSERT = (table: string): string => `INSERT INTO ${table}
+  (created_at_ms, instance, elapsed_us, client_ip, qname, qtype, question_count, outcome, error, query, response, steps)
+  SELECT u.c, $2, u.e, u.ip, u.qn, u.qt, u.qc, u.oc, u.er, u.q, u.rs, u.st::jsonb
+  FROM unnest($1::bigint[], $3::bigint[], $4::text[], $5::text[], $6::integer[], $7::integer[], $8::integer[], $9::text[], $10::bytea[], $11::bytea[], $12::text[])
+    AS u(c, e, ip, qn, qt, qc, oc, er, q, rs, st)
+  RETURNING id`;
 
 export interface PgStoreOptions {
   pg: PgOptions;
@@ -28,11 +34,13 @@ export interface PgStoreOptions {
 export class PgRecorderStore {
   private client: pg.Client | null = null;
   private readonly names: ReturnType<typeof pgNames>;
+  private readonly insertSql: string;
   /** This instance's rows (counted at connect and after deletions, kept by adding in between). */
   records = 0;
 
   constructor(private readonly options: PgStoreOptions) {
     this.names = pgNames(options.pg.schema);
+    this.insertSql = INSERT(this.names.records);
   }
 
   /** The open connection, or a new one (migrated); throws when the server cannot be reached. */
@@ -73,14 +81,7 @@ export class PgRecorderStore {
       await c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [this.names.lock]);
       let maxId = 0;
       for (let i = 0; i < batch.length; i += ROWS_PER_INSERT) {
-        const rows = batch.slice(i, i + ROWS_PER_INSERT);
-        const values: unknown[] = [];
-        const tuples = rows.map((r, k) => {
-          values.push(...this.row(r));
-          const at = k * PARAMS_PER_ROW;
-          return `(${Array.from({ length: PARAMS_PER_ROW }, (_, j) => `$${at + j + 1}`).join(", ")})`;
-        });
-        const res = await c.query<{ id: string }>(`INSERT INTO ${this.names.records} (${COLUMNS}) VALUES ${tuples.join(", ")} RETURNING id`, values);
+        const res = await c.query<{ id: string }>(this.insertSql, this.columns(batch.slice(i, i + ROWS_PER_INSERT)));
         for (const row of res.rows) maxId = Math.max(maxId, Number(row.id));
       }
       await c.query("SELECT pg_notify($1, $2)", [this.names.channel, JSON.stringify({ instance: this.options.instance, id: maxId })]);
@@ -92,28 +93,30 @@ export class PgRecorderStore {
     this.records += batch.length;
   }
 
-  private row(r: BatchRecord): unknown[] {
-    const questions = questionsOf(r.query);
-    const q0 = questions[0];
-    const outcome = outcomeOf(r.response, r.error);
-    const steps: PgStep[] = r.steps.map((s) => ({ s: pgText(s.sequenceTag), n: s.nodeIndex, k: s.kind, t: pgText(s.tag), o: s.outcome }));
-    const many = questions.length > 1;
-    return [
-      Math.round(r.createdAtMs),
-      this.options.instance,
-      r.elapsedUs,
-      pgText(r.clientIp),
-      pgText(q0 ? storedName(q0.name) : ""),
-      q0 ? q0.type : 0,
-      questions.length,
-      many ? questions.map((q) => pgText(storedName(q.name))) : null,
-      many ? questions.map((q) => q.type) : null,
-      outcome,
-      r.error === null ? null : pgText(r.error),
-      r.query,
-      outcome >= 0 ? r.response : null,
-      JSON.stringify(steps),
-    ];
+  /** The statement's parameters: one array per column ($2 is the instance, the same for every row). */
+  private columns(rows: BatchRecord[]): unknown[] {
+    const cols: unknown[][] = Array.from({ length: 11 }, () => []);
+    for (const r of rows) {
+      const questions = questionsOf(r.query);
+      const q0 = questions[0];
+      const outcome = outcomeOf(r.response, r.error);
+      const steps: PgStep[] = r.steps.map((s) => ({ s: pgText(s.sequenceTag), n: s.nodeIndex, k: s.kind, t: pgText(s.tag), o: s.outcome }));
+      const row = [
+        Math.round(r.createdAtMs),
+        r.elapsedUs,
+        pgText(r.clientIp),
+        pgText(q0 ? storedName(q0.name) : ""),
+        q0 ? q0.type : 0,
+        questions.length,
+        outcome,
+        r.error === null ? null : pgText(r.error),
+        r.query,
+        outcome >= 0 ? r.response : null,
+        JSON.stringify(steps),
+      ];
+      row.forEach((v, i) => cols[i].push(v));
+    }
+    return [cols[0], this.options.instance, ...cols.slice(1)];
   }
 
   /** Deletes every record of the store (all instances); returns how many there were. Ids go on from where they were. */
