@@ -128,7 +128,7 @@ async function latency(db: Db, t: string, f: Filter, slowLimit: number): Promise
   const [n, sumUs, maxUs] = (await numbers(db, `SELECT count(*), sum(r.elapsed_us), max(r.elapsed_us) FROM ${t} r WHERE ${where}`, p.values))[0];
   const hist = (await numbers(db, `SELECT ${latencyBucketSql("r.elapsed_us")}, count(*) FROM ${t} r WHERE ${where} GROUP BY 1`, p.values)).map(([b, c]): [number, number] => [b, c]);
   const slow = await db.query<{ qname: string; n: string; avg: string; max: string }>(
-    `SELECT r.qname, count(*) AS n, avg(r.elapsed_us) AS avg, max(r.elapsed_us) AS max FROM ${t} r WHERE ${where} GROUP BY 1 ORDER BY 3 DESC, 2 DESC, 1 LIMIT ${slowLimit}`,
+    `SELECT r.qname, count(*) AS n, avg(r.elapsed_us) AS avg, max(r.elapsed_us) AS max FROM ${t} r WHERE ${where} GROUP BY 1 ORDER BY 3 DESC, 2 DESC, 1 LIMIT ${p.add(slowLimit)}`,
     p.values,
   );
   return latencyBody(n, sumUs, maxUs, hist, slow.rows.map((r) => ({ qname: r.qname, count: Number(r.n), avgUs: Number(r.avg), maxUs: Number(r.max) })));
