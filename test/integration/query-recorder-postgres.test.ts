@@ -3,8 +3,9 @@
 // every stats route read the same from either, `instance=` narrows; the stream of one shows a query
 // answered by the other and resumes with Last-Event-ID; with PostgreSQL stopped DNS keeps answering,
 // the routes (a delete too) answer 503, an instance started meanwhile starts and answers, and after
-// its restart the records waiting in the queues and new ones are written; a store of a newer schema
-// version is refused at start.
+// its restart the records waiting in the queues and new ones are written; max_records caps each
+// instance's own records and retention takes every instance's; a store of a newer schema version is
+// refused at start.
 import Database from "better-sqlite3";
 import { join } from "node:path";
 import pg from "pg";
@@ -196,6 +197,33 @@ describe.skipIf(!enabled)("PostgreSQL query store", () => {
       await late.stop();
     }
   }, 60_000);
+
+  test("max_records caps each instance's own records; retention deletes every instance's", async () => {
+    const capped = await startSluice(config("capped", `${pgArgs("trim")}, max_records: 5`));
+    const other = await startSluice(config("other", `${pgArgs("trim")}, max_records: 0`));
+    try {
+      for (let i = 0; i < 3; i++) await ask(other, `o${i}.trim.pg.test`);
+      for (let i = 0; i < 12; i++) await ask(capped, `c${i}.trim.pg.test`);
+      await seen(other, 3, "instance=other");
+      // Trimmed after the batch that took it past the cap: the newest five stay.
+      const kept = await until("the cap", async () => {
+        const page = await apiJson<{ records: RecordJson[] }>(other, `${R}/records?instance=capped&limit=500`);
+        return page.records.some((r) => r.questions_json[0].name === "c11.trim.pg.test.") && page.records.length === 5 ? page.records : undefined;
+      });
+      expect(names(kept)).toEqual(["c10.trim.pg.test.", "c11.trim.pg.test.", "c7.trim.pg.test.", "c8.trim.pg.test.", "c9.trim.pg.test."]);
+      expect(await allRecords(capped, "rec", "instance=other")).toHaveLength(3);
+    } finally {
+      await capped.stop();
+      await other.stop();
+    }
+    // retention_days 0.00003 is about 2.6 s; a cleanup runs every ~1.1 s, and takes every instance's records.
+    const keeper = await startSluice(config("keeper", `${pgArgs("trim")}, retention_days: 0.00003, cleanup_interval_hours: 0.0003`));
+    try {
+      await until("retention", async () => (await allRecords(keeper, "rec")).length === 0, 15_000);
+    } finally {
+      await keeper.stop();
+    }
+  }, 40_000);
 
   test("a store that holds a newer schema version is refused at start, saying so", async () => {
     const c = new pg.Client({ connectionString: server.url() });
