@@ -2,6 +2,7 @@
 // number of records counted). With only a time range, whole hours and minutes come from the
 // rollups and the uneven edges of the range from the records' time index; any other filter
 // aggregates the matching records directly. Both paths group the same way, so they agree exactly.
+// The response bodies are built by the *Body functions, which the PostgreSQL reads share.
 
 import type Database from "better-sqlite3";
 import { typeName } from "../../../dns/constants.js";
