@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Three Sluice instances behind dnsdist on 127.0.0.1, sharing one Redis (cache level and cluster
-# state); A is the primary, B and C follow its configuration (--config-from). Every process runs in
-# the foreground of its own, is recorded by PID in $CLUSTER_DIR/pids and stopped by that PID.
+# state) and one PostgreSQL (the query log of all three); A is the primary, B and C follow its
+# configuration (--config-from). Every process is recorded by PID in $CLUSTER_DIR/pids and stopped
+# by that PID; PostgreSQL (data in $CLUSTER_DIR/pg, only a unix socket, in $CLUSTER_DIR/pg-run) is
+# started and stopped with pg_ctl, as the postgres user when this runs as root.
 #
-#   cluster.sh start                 start redis, the instances (A, then B and C), dnsdist; wait until each answers
-#   cluster.sh stop                  stop everything this script started (TERM, then KILL after 10 s)
+#   cluster.sh start                 start redis, postgres, the instances (A, then B and C), dnsdist; wait until each answers
+#   cluster.sh stop                  stop everything this script started (TERM, then KILL after 10 s; postgres: pg_ctl -m fast)
 #   cluster.sh status                which processes run
-#   cluster.sh stop-one NAME         stop one process (redis, dnsdist, a, b, c): failure drills
+#   cluster.sh stop-one NAME         stop one process (redis, postgres, dnsdist, a, b, c): failure drills
 #   cluster.sh start-one NAME        start it again
 #
 # Settings (environment; defaults in brackets): CLUSTER_DIR [${TMPDIR:-/tmp}/sluice-cluster],
-# DNSDIST_PORT [5300], REDIS_PORT [6390], SLUICE_A_DNS_PORT/B/C [5301/5302/5303],
+# DNSDIST_PORT [5300], REDIS_PORT [6390], PG_PORT [5439; names the socket only],
+# PG_BIN [newest /usr/lib/postgresql/*/bin], SLUICE_A_DNS_PORT/B/C [5301/5302/5303],
 # SLUICE_A_API_PORT/B/C [9081/9082/9083], SLUICE_API_PASSWORD [random, kept in $CLUSTER_DIR/api-password],
 # SLUICE_UPSTREAM [9.9.9.9], SLUICE_BIN [node <repo>/dist/src/cli.js; run npm run build first].
 set -euo pipefail
@@ -20,6 +23,10 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 CLUSTER_DIR="${CLUSTER_DIR:-${TMPDIR:-/tmp}/sluice-cluster}"
 DNSDIST_PORT="${DNSDIST_PORT:-5300}"
 REDIS_PORT="${REDIS_PORT:-6390}"
+PG_PORT="${PG_PORT:-5439}"
+PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}"
+PG_DATA="$CLUSTER_DIR/pg"
+PG_RUN="$CLUSTER_DIR/pg-run"
 SLUICE_A_DNS_PORT="${SLUICE_A_DNS_PORT:-5301}"
 SLUICE_B_DNS_PORT="${SLUICE_B_DNS_PORT:-5302}"
 SLUICE_C_DNS_PORT="${SLUICE_C_DNS_PORT:-5303}"
@@ -37,7 +44,9 @@ if [ -z "${SLUICE_API_PASSWORD:-}" ]; then
   [ -s "$CLUSTER_DIR/api-password" ] || (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$CLUSTER_DIR/api-password")
   SLUICE_API_PASSWORD="$(cat "$CLUSTER_DIR/api-password")"
 fi
-export SLUICE_API_PASSWORD SLUICE_UPSTREAM
+# The instances' query recorder: PostgreSQL over its unix socket (no TCP listener at all).
+SLUICE_PG_URL="postgres://postgres@/postgres?host=$PG_RUN&port=$PG_PORT"
+export SLUICE_API_PASSWORD SLUICE_UPSTREAM SLUICE_PG_URL
 
 say() { printf '%s\n' "$*" >&2; }
 
@@ -64,12 +73,39 @@ api_ready() { curl -sf -u "admin:$SLUICE_API_PASSWORD" "http://127.0.0.1:$1/api/
 dns_answers() { [ "$(dig @127.0.0.1 -p "$1" health.sluice.internal A +short +time=1 +tries=1)" = "127.0.0.1" ]; }
 redis_ready() { redis-cli -p "$REDIS_PORT" ping | grep -q PONG; }
 
+# PostgreSQL refuses to run as root: its files and commands belong to the postgres user then.
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
 upper() { printf '%s' "$1" | tr '[:lower:]' '[:upper:]'; }
 
 start_redis() {
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$CLUSTER_DIR" >"$LOGS/redis.log" 2>&1 &
   echo $! >"$PIDS/redis.pid"
   wait_for redis 10 redis_ready
+}
+
+start_postgres() {
+  [ -x "$PG_BIN/pg_ctl" ] || { say "error: PostgreSQL not found (PG_BIN=$PG_BIN): apt-get install postgresql"; return 1; }
+  mkdir -p "$PG_DATA" "$PG_RUN"
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres: "$PG_DATA" "$PG_RUN"
+    # The postgres user must be able to reach its directories inside CLUSTER_DIR.
+    chmod o+x "$CLUSTER_DIR"
+  fi
+  chmod 700 "$PG_DATA"
+  if [ ! -s "$PG_DATA/PG_VERSION" ]; then
+    as_pg "$PG_BIN/initdb" -D "$PG_DATA" -U postgres --auth=trust -E UTF8 --locale=C >"$LOGS/postgres-initdb.log" 2>&1
+  fi
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_RUN/postgres.log" -w -t 30 \
+    -o "-c listen_addresses='' -c unix_socket_directories='$PG_RUN' -c port=$PG_PORT" start >/dev/null
+  head -n 1 "$PG_DATA/postmaster.pid" >"$PIDS/postgres.pid"
+}
+
+stop_postgres() {
+  [ -s "$PIDS/postgres.pid" ] || return 0
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 20 stop >/dev/null 2>&1 || true
+  say "postgres stopped (pid $(cat "$PIDS/postgres.pid"))"
+  rm -f "$PIDS/postgres.pid"
 }
 
 start_instance() {
@@ -108,16 +144,17 @@ start_one() {
   fi
   case "$name" in
     redis) start_redis ;;
+    postgres) start_postgres ;;
     dnsdist) start_dnsdist ;;
     a | b | c) start_instance "$name" ;;
-    # PostgreSQL (the central query store, issue 17 part 2) gets its case here.
-    *) say "unknown process '$name' (redis, dnsdist, a, b, c)"; return 2 ;;
+    *) say "unknown process '$name' (redis, postgres, dnsdist, a, b, c)"; return 2 ;;
   esac
   say "$name started (pid $(cat "$PIDS/$name.pid"))"
 }
 
 stop_one() {
   local name="$1" f="$PIDS/$1.pid" pid
+  if [ "$name" = postgres ]; then stop_postgres; return 0; fi
   [ -s "$f" ] || return 0
   pid="$(cat "$f")"
   if kill -0 "$pid" 2>/dev/null; then
@@ -131,22 +168,22 @@ stop_one() {
 
 case "${1:-}" in
   start)
-    # Order: what the instances need first (Redis), the primary before its replicas, the balancer last.
-    for p in redis a b c dnsdist; do start_one "$p" || { "$0" stop; exit 1; }; done
+    # Order: what the instances need first (Redis, PostgreSQL), the primary before its replicas, the balancer last.
+    for p in redis postgres a b c dnsdist; do start_one "$p" || { "$0" stop; exit 1; }; done
     say "cluster up: dig @127.0.0.1 -p $DNSDIST_PORT example.com; API of A: http://127.0.0.1:$SLUICE_A_API_PORT (admin / $CLUSTER_DIR/api-password)"
     ;;
   stop)
-    for p in dnsdist c b a redis; do stop_one "$p"; done
+    for p in dnsdist c b a postgres redis; do stop_one "$p"; done
     ;;
   status)
-    for p in redis a b c dnsdist; do
+    for p in redis postgres a b c dnsdist; do
       if running "$p"; then echo "$p running (pid $(cat "$PIDS/$p.pid"))"; else echo "$p stopped"; fi
     done
     ;;
   start-one) start_one "${2:?name}" ;;
   stop-one) stop_one "${2:?name}" ;;
   *)
-    sed -n '2,16p' "$0" >&2
+    sed -n '2,18p' "$0" >&2
     exit 2
     ;;
 esac

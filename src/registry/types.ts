@@ -105,6 +105,8 @@ export interface CreateContext {
   readonly owner: object;
   readonly log: Logger;
   readonly services: Services;
+  /** This instance's name: `cluster.instance` when set, else the host name (records carry it). */
+  readonly instance: string;
   /** Resolves a path from the config against the working directory (-d). */
   resolvePath(path: string): string;
   executor(tag: string): Executor;

@@ -1,21 +1,21 @@
-// examples/cluster run as printed (cluster.sh with ports chosen here): redis-server, three Sluice
-// instances (A primary, B and C following it) and dnsdist with PROXY protocol and chashed, all on
-// 127.0.0.1, in front of a counting upstream started by the test. Checked: queries through dnsdist
-// are answered (with the real client passed on); a name cached by A is served from Redis by B (the
-// upstream sees one query); a matcher switched on A changes answers on B and C within a second; a
-// configuration saved on the primary reaches the replicas and a broken one does not; killing Redis
-// keeps every query answered and the instances recover when it returns; killing one instance
-// leaves dnsdist serving from the others. Everything is torn down by PID.
-//
-// Still to come with the query recorder (issue 11) and its PostgreSQL store (issue 17, part 2):
-// PostgreSQL in cluster.sh and "the query log read from any instance shows the queries of all
-// three" — a test of its own below the others, using `members` and `dnsdist()` as they are.
+// examples/cluster run as printed (cluster.sh with ports chosen here): redis-server, PostgreSQL, three
+// Sluice instances (A primary, B and C following it) and dnsdist with PROXY protocol and chashed,
+// all on 127.0.0.1, in front of a counting upstream started by the test. Checked: queries through
+// dnsdist are answered (with the real client passed on); a name cached by A is served from Redis by
+// B (the upstream sees one query); a matcher switched on A changes answers on B and C within a
+// second; a configuration saved on the primary reaches the replicas and a broken one does not; the
+// query log read from any instance shows the queries of all three (asked directly and through
+// dnsdist), and stopping PostgreSQL keeps every query answered while the log answers 503, then
+// catches up when it returns; killing Redis keeps every query answered and the instances recover
+// when it returns; killing one instance leaves dnsdist serving from the others. Everything is torn
+// down by PID.
 import { execFile, execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { postgresBin } from "../helpers/postgres.js";
 import { metricValue } from "../helpers/proc.js";
 import { freePort } from "../helpers/redis.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
@@ -41,6 +41,8 @@ const missing = TOOLS.filter(([cmd, arg]) => {
     return true;
   }
 }).map(([, , pkg]) => pkg);
+// PostgreSQL's server programs are not on PATH (cluster.sh finds them under /usr/lib/postgresql).
+if (postgresBin() === null) missing.push("postgresql");
 if (missing.length > 0) console.warn(`cluster example test skipped: install ${missing.join(", ")} (apt-get; .ci/run does this)`);
 
 const dir = tempDir("sluice-cluster-");
@@ -83,6 +85,23 @@ async function unanswered(names: string[]): Promise<string[]> {
   return bad;
 }
 
+/** The query log as instance `m` reads it (names containing `qname`), once it holds at least `n` records. */
+async function qlog(m: Member, n: number, qname = "qlog-"): Promise<{ name: string; instance: string }[]> {
+  let records: { name: string; instance: string }[] = [];
+  await until(
+    `${n} records in the query log of ${m}`,
+    async () => {
+      const res = await api(m, `/api/plugins/recorder/records?limit=500&qname=${qname}`);
+      if (res.status !== 200) return false;
+      const page = (await res.json()) as { records: { instance: string; questions_json: { name: string }[] }[] };
+      records = page.records.map((r) => ({ name: r.questions_json[0]?.name ?? "", instance: r.instance }));
+      return records.length >= n;
+    },
+    20_000,
+  );
+  return records;
+}
+
 async function saveOnPrimary(content: string, validate: boolean): Promise<Response> {
   const current = (await (await api("a", "/api/config")).json()) as { version: string };
   return api("a", "/api/config", {
@@ -96,7 +115,7 @@ describe.skipIf(missing.length > 0)("examples/cluster", () => {
   beforeAll(async () => {
     up = await startResponder((q) => answerWith(q, ["192.0.2.1"], 300));
     ports = {};
-    for (const key of ["DNSDIST_PORT", "REDIS_PORT", ...members.flatMap((m) => [`SLUICE_${m.toUpperCase()}_DNS_PORT`, `SLUICE_${m.toUpperCase()}_API_PORT`])]) {
+    for (const key of ["DNSDIST_PORT", "REDIS_PORT", "PG_PORT", ...members.flatMap((m) => [`SLUICE_${m.toUpperCase()}_DNS_PORT`, `SLUICE_${m.toUpperCase()}_API_PORT`])]) {
       let p = await freePort();
       while (Object.values(ports).includes(p)) p = await freePort();
       ports[key] = p;
@@ -110,7 +129,7 @@ describe.skipIf(missing.length > 0)("examples/cluster", () => {
   }, 150_000);
 
   afterAll(async () => {
-    const pids = ["redis", "a", "b", "c", "dnsdist"].map((p) => {
+    const pids = ["redis", "postgres", "a", "b", "c", "dnsdist"].map((p) => {
       try {
         return Number(readFileSync(join(dir, "pids", `${p}.pid`), "utf8"));
       } catch {
@@ -176,6 +195,31 @@ describe.skipIf(missing.length > 0)("examples/cluster", () => {
     // The primary's own file is put right again, and the replicas follow.
     expect((await saveOnPrimary(original, true)).status).toBe(200);
     for (const m of ["b", "c"] as const) await until(`the original on ${m}`, async () => rcodeOf(await ask(dnsPort(m), "x.more.example")) === 0, 10_000);
+  });
+
+  test("the query log read from any instance shows the queries of all three", async () => {
+    const direct = members.map((m) => `qlog-${m}.example`);
+    for (const [i, m] of members.entries()) expect(answerIps(await ask(dnsPort(m), direct[i]))).toEqual(["192.0.2.1"]);
+    const balanced = Array.from({ length: 30 }, (_, i) => `qlog-via${i}.example`);
+    expect(await unanswered(balanced)).toEqual([]);
+    for (const m of members) {
+      const records = await qlog(m, direct.length + balanced.length);
+      expect(new Set(records.map((r) => r.instance)), m).toEqual(new Set(members));
+      expect(records.map((r) => r.name).sort(), m).toEqual([...direct, ...balanced].map((n) => `${n}.`).sort());
+      // Each query asked directly is recorded by the instance that answered it.
+      for (const [i, name] of direct.entries()) expect(records.find((r) => r.name === `${name}.`)?.instance).toBe(members[i]);
+    }
+  });
+
+  test("stopping PostgreSQL keeps every query answered; the query log answers 503, then catches up", async () => {
+    await script("stop-one", "postgres");
+    const names = Array.from({ length: 20 }, (_, i) => `qlog-nopg${i}.example`);
+    expect(await unanswered(names)).toEqual([]);
+    await until("503 from the query log", async () => (await api("b", "/api/plugins/recorder/records")).status === 503, 10_000);
+    await script("start-one", "postgres");
+    // Recorded while it was down (the queue holds them), written once it is back.
+    const records = await qlog("c", names.length, "qlog-nopg");
+    expect(records.map((r) => r.name).sort()).toEqual(names.map((n) => `${n}.`).sort());
   });
 
   test("killing Redis keeps every query answered; the instances recover when it returns", async () => {

@@ -1,7 +1,9 @@
 // The recorder's database over time: DELETE empties it (after committing the queue), records survive
 // a restart and a reload, retention and max_records delete the oldest, a full queue drops and counts
-// while DNS answers everything, a crashed writer is replaced, and two recorders cannot share a file.
+// while DNS answers everything, a crashed writer is replaced, two recorders cannot share a file, args
+// need a store, and a file of schema version 2 is upgraded with the instance column.
 import Database from "better-sqlite3";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
 import { buildQuery, udpBurst, udpExchange } from "../helpers/dns.js";
@@ -152,4 +154,52 @@ test("two recorders cannot share a database file", async () => {
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `),
   ).rejects.toThrow(/already the database of query_recorder 'a'/);
+});
+
+test("a recorder needs path, postgres or both; a bad postgres section is located", async () => {
+  const problems = async (args: string): Promise<string> => {
+    try {
+      await startSluice(`plugins:
+  - { tag: rec, type: query_recorder, args: ${args} }
+  - { tag: main, type: sequence, args: [{ exec: $rec }] }
+`);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error(`${args} was accepted`);
+  };
+  const none = await problems("{ queue_size: 10 }");
+  expect(none).toMatch(/missing required field 'path'/);
+  expect(none).toMatch(/missing required field 'postgres'/);
+  expect(await problems('{ postgres: { url: "mysql://x" } }')).toMatch(/url/);
+  expect(await problems('{ postgres: { url: "postgres://x/db", schema: "Bad-Name" } }')).toMatch(/schema/);
+  expect(await problems('{ postgres: { schema: "ok" } }')).toMatch(/missing required field 'url'/);
+});
+
+test("a file of schema version 2 gains the instance column: its rows read as recorded by the instance that upgraded it", async () => {
+  const dir = tempDir("sluice-recorder-");
+  const path = join(dir, "old.db");
+  const first = await start(config({}, path));
+  await sendN(first, 3, "old");
+  await committed(first, "rec", 3);
+  await first.stop();
+  running.splice(running.indexOf(first), 1);
+  // What a Sluice before version 3 left: no instance column, no version 3.
+  const old = new Database(path);
+  old.exec("ALTER TABLE records_v2 DROP COLUMN instance; DELETE FROM recorder_schema WHERE version = 3");
+  old.close();
+
+  const second = await start(config({}, path));
+  await sendN(second, 2, "new");
+  await committed(second, "rec", 5);
+  const records = await allRecords(second, "rec");
+  expect(records.map((r) => r.instance)).toEqual(new Array(5).fill(hostname()));
+  expect((await allRecords(second, "rec", `instance=${hostname()}`)).length).toBe(5);
+  const db = new Database(path, { readonly: true });
+  try {
+    expect(db.prepare("SELECT version FROM recorder_schema ORDER BY version").pluck().all()).toEqual([2, 3]);
+    expect(db.prepare("SELECT count(*) FROM pragma_table_info('records_v2') WHERE name = 'instance'").pluck().get()).toBe(1);
+  } finally {
+    db.close();
+  }
 });

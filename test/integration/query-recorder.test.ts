@@ -2,6 +2,7 @@
 // field of a record, the execution path, cursor paging over 1 000 records, and every filter of the
 // records route against traffic whose shape the test knows.
 import Database from "better-sqlite3";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EDNS_OPTION } from "../../src/dns/constants.js";
@@ -95,7 +96,7 @@ describe("a record", () => {
     const r = await byName("a.up.test");
     expect(Object.keys(r).sort()).toEqual(
       [
-        "id", "created_at_ms", "elapsed_ms", "elapsed_us", "request_id", "client_ip", "questions_json", "req_rd", "req_cd", "req_ad", "req_opcode", "req_edns_json", "error", "has_response", "rcode",
+        "id", "created_at_ms", "elapsed_ms", "elapsed_us", "request_id", "client_ip", "instance", "questions_json", "req_rd", "req_cd", "req_ad", "req_opcode", "req_edns_json", "error", "has_response", "rcode",
         "resp_aa", "resp_tc", "resp_ra", "resp_ad", "resp_cd", "answer_count", "authority_count", "additional_count", "answers_json", "authorities_json", "additionals_json", "signature_json", "resp_edns_json",
       ].sort(),
     );
@@ -107,6 +108,8 @@ describe("a record", () => {
     expect(r).toMatchObject({
       request_id: 0x1234,
       client_ip: "127.0.0.1",
+      // No cluster section: the host name.
+      instance: hostname(),
       // The name as the client wrote it (0x20 case kept).
       questions_json: [{ name: "A.Up.test.", qtype: "A", qclass: "IN" }],
       req_rd: true,
@@ -205,6 +208,8 @@ describe("filters", () => {
     expect(await ids("status=all&qname=&rcode=")).toHaveLength(7);
     expect(await ids("matcher_tag=is_blocked")).toEqual(["ads.blocked.test."]);
     expect(await ids("matcher_tag=no_such_matcher")).toEqual([]);
+    expect((await ids(`instance=${hostname()}`)).length).toBe((await ids("")).length);
+    expect(await ids("instance=some-other-instance")).toEqual([]);
     expect(await ids("qname=up.test&qtype=A&client_ip=127")).toEqual(["a.up.test.", "nx.up.test."]);
     const all = await allRecords(s, "rec");
     const mid = all.find((r) => r.questions_json[0]?.name === "nx.up.test.") as RecordJson;
@@ -214,7 +219,7 @@ describe("filters", () => {
   });
 
   test("bad values are 400 invalid_query", async () => {
-    for (const q of ["limit=0", "limit=501", "limit=x", "cursor=abc", "cursor=1:2:3", "qtype=NOPE", "rcode=NOPE", "status=maybe", "since_ms=-1", "since_ms=5&until_ms=4", "since_ms=1.5"]) {
+    for (const q of ["limit=0", "limit=501", "limit=x", "cursor=abc", "cursor=1:2:3", "qtype=NOPE", "rcode=NOPE", "status=maybe", "since_ms=-1", "since_ms=5&until_ms=4", "since_ms=1.5", "instance=a%20b", "instance=.x"]) {
       const body = await apiJson<{ ok: boolean; code: string; message: string }>(s, `${R}/records?${q}`, undefined, 400);
       expect(body, q).toMatchObject({ ok: false, code: "invalid_query" });
       expect(body.message.length, q).toBeGreaterThan(5);

@@ -77,16 +77,18 @@ describe("plan", () => {
 
 describe("filters", () => {
   test("values are parsed and normalised; empty ones are absent", () => {
-    expect(parseFilter({})).toEqual({ sinceMs: null, untilMs: null, qname: null, clientIp: null, qtype: null, outcome: null, status: "all", matcherTag: null });
+    expect(parseFilter({})).toEqual({ sinceMs: null, untilMs: null, qname: null, clientIp: null, qtype: null, outcome: null, status: "all", matcherTag: null, instance: null });
     expect(onlyTime(parseFilter({ since_ms: 5, qname: " ", rcode: "" }))).toBe(true);
     const f = parseFilter({ qname: " Example.COM ", client_ip: "FD00::", qtype: "aaaa", rcode: "nxdomain", status: "ERROR", matcher_tag: "ads" });
     expect(f).toMatchObject({ qname: "example.com", clientIp: "fd00::", qtype: 28, outcome: 3, status: "error", matcherTag: "ads" });
     expect(parseFilter({ rcode: "_error" }).outcome).toBe(OUTCOME_ERROR);
     expect(parseFilter({ rcode: "_NO_RESPONSE" }).outcome).toBe(OUTCOME_NO_RESPONSE);
     expect(parseFilter({ qtype: "TYPE65" }).qtype).toBe(65);
+    expect(parseFilter({ instance: " sluice-a " }).instance).toBe("sluice-a");
+    expect(onlyTime(parseFilter({ instance: "b" }))).toBe(false);
   });
 
-  test.each([{ qtype: "NOPE" }, { rcode: "FAILED" }, { status: "some" }, { since_ms: 10, until_ms: 9 }, { since_ms: "x" }, { qname: "a".repeat(300) }])("%j is invalid_query", (q) => {
+  test.each([{ qtype: "NOPE" }, { rcode: "FAILED" }, { status: "some" }, { since_ms: 10, until_ms: 9 }, { since_ms: "x" }, { qname: "a".repeat(300) }, { instance: "a b" }, { instance: "-x" }, { instance: "a".repeat(254) }])("%j is invalid_query", (q) => {
     let err: unknown;
     try {
       parseFilter(q);

@@ -16,16 +16,21 @@ import type { EventSink } from "../../../registry/control.js";
 import type { ExecutorPlugin } from "../../../registry/types.js";
 import { BatchBuilder, StringTable } from "./batch.js";
 import type { ReadRequest } from "./filters.js";
+import type { PgOptions } from "./pg-schema.js";
 import { recorderMetrics, type RecorderMetrics } from "./metrics.js";
-import type { WriterRequest } from "./protocol.js";
+import type { WriterData, WriterRequest } from "./protocol.js";
 import { ReaderPool } from "./readers.js";
 import { RecordStreams } from "./stream.js";
 import { WriterLink } from "./writer-link.js";
 
 export interface RecorderOptions {
   tag: string;
-  /** Absolute path of the database file. */
-  path: string;
+  /** This Sluice's instance name, written on every record. */
+  instance: string;
+  /** Absolute path of the SQLite file, or null (PostgreSQL only). */
+  path: string | null;
+  /** The PostgreSQL store (the routes read it when given), or null. */
+  postgres: PgOptions | null;
   queueSize: number;
   batchSize: number;
   flushIntervalMs: number;
@@ -79,7 +84,7 @@ export class QueryRecorder implements ExecutorPlugin {
   ) {
     this.batch = new BatchBuilder(this.batchBytes());
     this.metrics = recorderMetrics(metrics, options.tag);
-    this.readers = new ReaderPool({ role: "query-recorder-reader", path: options.path, cacheMb: READER_CACHE_MB });
+    this.readers = new ReaderPool({ role: "query-recorder-reader", path: options.path, postgres: options.postgres, cacheMb: READER_CACHE_MB });
     this.streams = new RecordStreams((m) => this.writer?.post(m));
   }
 
@@ -179,10 +184,21 @@ export class QueryRecorder implements ExecutorPlugin {
     this.onWriterExit = listener;
   }
 
-  /** Starts a writer thread; resolves once its database is open, rejects when it cannot be. */
+  private writerData(): WriterData {
+    const o = this.options;
+    const common = { instance: o.instance, maxRecords: o.maxRecords, retentionMs: o.retentionMs };
+    return {
+      role: "query-recorder-writer",
+      sqlite: o.path === null ? null : { ...common, path: o.path, memoryTail: o.memoryTail, cacheMb: WRITER_CACHE_MB },
+      postgres: o.postgres === null ? null : { ...common, pg: o.postgres },
+      memoryTail: o.memoryTail,
+    };
+  }
+
+  /** Starts a writer thread; resolves once its stores are open (PostgreSQL may still be unreachable), rejects when they cannot be. */
   async startWriter(): Promise<void> {
     const link = new WriterLink(
-      { role: "query-recorder-writer", options: { path: this.options.path, memoryTail: this.options.memoryTail, maxRecords: this.options.maxRecords, retentionMs: this.options.retentionMs, cacheMb: WRITER_CACHE_MB } },
+      this.writerData(),
       {
         committed: (m) => {
           this.queued -= m.count;
@@ -196,7 +212,8 @@ export class QueryRecorder implements ExecutorPlugin {
         },
         records: (n) => (this.metrics.records.value = n),
         replay: (m) => this.streams.replayed(m.client, m.frames),
-        log: (m) => this.log[m.level]({ err: m.err }, m.msg),
+        frames: (m) => this.streams.committed(m.frames),
+        log: (m) => this.log[m.level](m.err ? { err: m.err } : {}, m.msg),
         exit: (error) => {
           if (this.writer !== link) return;
           this.writerGone();
@@ -280,11 +297,13 @@ export class QueryRecorder implements ExecutorPlugin {
 
   async init(): Promise<void> {
     const path = this.options.path;
-    const user = openPaths.get(path);
-    if (user && user.tag !== this.options.tag) throw new Error(`${path} is already the database of query_recorder '${user.tag}'; give each recorder its own file`);
-    openPaths.set(path, { tag: this.options.tag, users: (user?.users ?? 0) + 1 });
-    this.pathClaimed = true;
-    mkdirSync(dirname(path), { recursive: true });
+    if (path !== null) {
+      const user = openPaths.get(path);
+      if (user && user.tag !== this.options.tag) throw new Error(`${path} is already the database of query_recorder '${user.tag}'; give each recorder its own file`);
+      openPaths.set(path, { tag: this.options.tag, users: (user?.users ?? 0) + 1 });
+      this.pathClaimed = true;
+      mkdirSync(dirname(path), { recursive: true });
+    }
     // The first writer starts here so that a database that cannot be opened fails the configuration.
     await this.startWriter();
     this.timer = setInterval(() => this.flush(), this.options.flushIntervalMs);
@@ -300,7 +319,7 @@ export class QueryRecorder implements ExecutorPlugin {
     this.destroyed = true;
     await this.closeWriter();
     await this.readers.close();
-    if (this.pathClaimed) {
+    if (this.pathClaimed && this.options.path !== null) {
       const user = openPaths.get(this.options.path);
       if (user && user.users > 1) user.users--;
       else openPaths.delete(this.options.path);

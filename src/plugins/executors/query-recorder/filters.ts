@@ -22,6 +22,8 @@ export interface Filter {
   status: Status;
   /** Records in which this matcher matched. */
   matcherTag: string | null;
+  /** Records of this Sluice instance (exact name). */
+  instance: string | null;
 }
 
 export type StatName = "plugins" | "top_clients" | "top_qnames" | "qtype" | "rcode" | "latency" | "timeseries";
@@ -53,6 +55,9 @@ function int(q: Record<string, unknown>, key: string): number | null {
   return n;
 }
 
+/** An instance name: what `cluster.instance` allows, or a host name (up to 253 characters). */
+export const INSTANCE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
+
 export function parseFilter(q: Record<string, unknown>): Filter {
   const sinceMs = int(q, "since_ms");
   const untilMs = int(q, "until_ms");
@@ -76,17 +81,19 @@ export function parseFilter(q: Record<string, unknown>): Filter {
   const clientIp = text(q, "client_ip")?.toLowerCase() ?? null;
   if (clientIp !== null && clientIp.length > 64) throw invalid("client_ip is longer than an address can be");
   if (qname === "") qname = null;
-  return { sinceMs, untilMs, qname, clientIp, qtype, outcome, status, matcherTag: text(q, "matcher_tag") };
+  const instance = text(q, "instance");
+  if (instance !== null && !INSTANCE.test(instance)) throw invalid(`instance '${instance.slice(0, 70)}' is not an instance name (letters, digits, '_', '.', '-')`);
+  return { sinceMs, untilMs, qname, clientIp, qtype, outcome, status, matcherTag: text(q, "matcher_tag"), instance };
 }
 
 /** Only a time range: the rollups can answer. */
-export const onlyTime = (f: Filter): boolean => f.qname === null && f.clientIp === null && f.qtype === null && f.outcome === null && f.status === "all" && f.matcherTag === null;
+export const onlyTime = (f: Filter): boolean => f.qname === null && f.clientIp === null && f.qtype === null && f.outcome === null && f.status === "all" && f.matcherTag === null && f.instance === null;
 
 const like = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * The WHERE clause (on records_v2 as `r`) for the filters other than time, and its parameters.
- * Every column it tests is in records_v2_time, so a scan never reads the table itself.
+ * Every column it tests but `instance` is in records_v2_time, so a scan rarely reads the table itself.
  */
 export function filterSql(f: Filter): { sql: string; params: unknown[] } {
   const conds: string[] = [];
@@ -114,6 +121,11 @@ export function filterSql(f: Filter): { sql: string; params: unknown[] } {
   if (f.matcherTag !== null) {
     conds.push("r.id IN (SELECT record_id FROM steps_v2 WHERE kind = 0 AND outcome = 0 AND tag = (SELECT id FROM tags_v2 WHERE tag = ?))");
     params.push(f.matcherTag);
+  }
+  if (f.instance !== null) {
+    // Not in the time index: a SQLite store rarely holds more than one instance's records.
+    conds.push("r.instance = ?");
+    params.push(f.instance);
   }
   return { sql: conds.length > 0 ? conds.join(" AND ") : "1", params };
 }

@@ -17,6 +17,8 @@ export interface RawRecord {
   createdAtMs: number;
   elapsedUs: number;
   clientIp: string;
+  /** The Sluice instance that recorded it. */
+  instance: string;
   outcome: number;
   error: string | null;
   query: Buffer;
@@ -110,6 +112,7 @@ export function recordFields(r: RawRecord): Record<string, unknown> {
     elapsed_us: r.elapsedUs,
     request_id: header16(r.query, 0),
     client_ip: r.clientIp,
+    instance: r.instance,
     questions_json: (q?.questions ?? []).map((x) => ({ name: x.name === "" ? "." : `${x.name}.`, qtype: typeName(x.type), qclass: className(x.class) })),
     req_rd: (qflags & FLAG.RD) !== 0,
     req_cd: (qflags & FLAG.CD) !== 0,

@@ -3,6 +3,8 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Filter, ReadRequest } from "./filters.js";
+import type { PgOptions } from "./pg-schema.js";
+import type { PgStoreOptions } from "./pg-store.js";
 import type { StoreOptions } from "./store.js";
 
 export type { Filter, ReadRequest };
@@ -37,16 +39,23 @@ export type WriterReply =
   | { t: "done"; id: number; ok: true; value: number; records: number }
   | { t: "done"; id: number; ok: false; message: string; records: number }
   | { t: "replay"; client: number; frames: string[] }
-  | { t: "log"; level: "warn" | "error"; msg: string; err: string };
+  /** SSE frames of records committed by any instance (the PostgreSQL store's feed). */
+  | { t: "frames"; frames: string[] }
+  | { t: "log"; level: "info" | "warn" | "error"; msg: string; err: string };
 
 export interface WriterData {
   role: "query-recorder-writer";
-  options: StoreOptions;
+  /** The SQLite store, the PostgreSQL store, or both (at least one). */
+  sqlite: StoreOptions | null;
+  postgres: PgStoreOptions | null;
+  memoryTail: number;
 }
 
+/** A reader reads PostgreSQL when there is one, else the SQLite file. */
 export interface ReaderData {
   role: "query-recorder-reader";
-  path: string;
+  path: string | null;
+  postgres: PgOptions | null;
   cacheMb: number;
 }
 

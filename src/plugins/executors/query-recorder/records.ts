@@ -8,12 +8,12 @@ import { filterSql, type Filter } from "./filters.js";
 import { recordDetail, recordFields, type RawRecord, type RawStep } from "./json.js";
 
 type Db = Database.Database;
-type Row = [number, number, number, string, number, string | null, Buffer, Buffer | null];
+type Row = [number, number, number, string, string, number, string | null, Buffer, Buffer | null];
 
-const ROW_SQL = "SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.outcome, r.error, r.query, r.response FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id WHERE r.id = ?";
+const ROW_SQL = "SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.instance, r.outcome, r.error, r.query, r.response FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id WHERE r.id = ?";
 
-function rawRecord([id, createdAtMs, elapsedUs, clientIp, outcome, error, query, response]: Row): RawRecord {
-  return { id, createdAtMs, elapsedUs, clientIp, outcome, error, query, response };
+function rawRecord([id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response]: Row): RawRecord {
+  return { id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response };
 }
 
 export function recordsPage(db: Db, f: Filter, cursor: { createdAtMs: number; id: number } | null, limit: number): object {

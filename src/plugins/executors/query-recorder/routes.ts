@@ -22,6 +22,7 @@ const filterProps = {
   rcode: { type: "string", maxLength: 16, description: "Response code (NOERROR, NXDOMAIN, RCODEnnn), or _ERROR / _NO_RESPONSE" },
   status: { type: "string", maxLength: 16, description: "all (default), error, has_response, no_response" },
   matcher_tag: { type: "string", maxLength: 256, description: "Only records in which this matcher matched" },
+  instance: { type: "string", maxLength: 253, description: "Only records of this Sluice instance (cluster.instance, else the host name)" },
 } as const;
 
 const query = (extra: Record<string, object> = {}): object => ({ type: "object", properties: { ...filterProps, ...extra } });
@@ -37,6 +38,7 @@ const recordSchema = {
     elapsed_us: { type: "integer" },
     request_id: { type: "integer" },
     client_ip: { type: "string" },
+    instance: { type: "string" },
     questions_json: { type: "array", items: { type: "object", properties: { name: { type: "string" }, qtype: { type: "string" }, qclass: { type: "string" } } } },
     req_rd: { type: "boolean" },
     req_cd: { type: "boolean" },

@@ -1,7 +1,9 @@
 // The recorder's SQLite schema, generation 2. Every table name carries the generation; a newer
 // generation adds its own tables (and may copy from older ones) but never alters or drops an older
 // generation's, so a file written by an older Sluice stays readable by it. `recorder_schema` (not
-// versioned) lists the generations a file holds.
+// versioned) lists the generations a file holds. Version 3 only adds a column to records_v2
+// (`instance`, the Sluice instance that recorded the row): an older Sluice's inserts name their
+// columns, so it keeps writing and reading the same tables.
 //
 // Layout, chosen for writes that stay sequential and reads that never scan more than they count:
 //  - records_v2: one row per query. Text that repeats (names, client addresses, tags) is stored once
@@ -16,7 +18,7 @@
 import type { Database } from "better-sqlite3";
 import { ROLLUPS } from "./rollups.js";
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Outcome codes in records_v2.outcome: the rcode (0..4095) when there is a response, else these. */
 export const OUTCOME_ERROR = -1;
@@ -63,8 +65,11 @@ CREATE INDEX IF NOT EXISTS steps_v2_matched ON steps_v2 (tag, record_id) WHERE k
 
 interface Migration {
   version: number;
-  up(db: Database): void;
+  /** `instance`: the name of the Sluice that migrates the file. */
+  up(db: Database, instance: string): void;
 }
+
+const sqlText = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 const MIGRATIONS: Migration[] = [
   {
@@ -72,6 +77,14 @@ const MIGRATIONS: Migration[] = [
     up(db) {
       db.exec(V2);
       for (const r of ROLLUPS) db.exec(r.ddl);
+    },
+  },
+  {
+    version: 3,
+    // A constant default costs nothing (no row is rewritten): rows recorded before the upgrade read
+    // as recorded by the instance that upgraded the file, the only one that wrote it.
+    up(db, instance) {
+      db.exec(`ALTER TABLE records_v2 ADD COLUMN instance TEXT NOT NULL DEFAULT ${sqlText(instance)}`);
     },
   },
 ];
@@ -94,13 +107,13 @@ export function configureReader(db: Database, cacheMb: number): void {
 }
 
 /** Creates or upgrades this file's tables to the current generation; older generations are left as they are. */
-export function migrate(db: Database): void {
+export function migrate(db: Database, instance: string): void {
   db.exec("CREATE TABLE IF NOT EXISTS recorder_schema (version INTEGER PRIMARY KEY, created_at_ms INTEGER NOT NULL)");
   const have = new Set((db.prepare("SELECT version FROM recorder_schema").pluck().all() as number[]).map(Number));
   const apply = db.transaction(() => {
     for (const m of MIGRATIONS) {
       if (have.has(m.version)) continue;
-      m.up(db);
+      m.up(db, instance);
       db.prepare("INSERT INTO recorder_schema (version, created_at_ms) VALUES (?, ?)").run(m.version, Date.now());
     }
   });

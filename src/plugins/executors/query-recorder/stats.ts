@@ -2,6 +2,7 @@
 // number of records counted). With only a time range, whole hours and minutes come from the
 // rollups and the uneven edges of the range from the records' time index; any other filter
 // aggregates the matching records directly. Both paths group the same way, so they agree exactly.
+// The response bodies are built by the *Body functions, which the PostgreSQL reads share.
 
 import type Database from "better-sqlite3";
 import { typeName } from "../../../dns/constants.js";
@@ -93,7 +94,7 @@ function sampleSize(db: Db, f: Filter, window?: [number, number]): number {
 const share = (n: number, total: number): number => (total > 0 ? n / total : 0);
 const ms = (us: number): number => Math.round(us) / 1000;
 
-function byCount(rows: { key: string; count: number }[], total: number, limit: number): { key: string; count: number; share: number }[] {
+export function byCount(rows: { key: string; count: number }[], total: number, limit: number): { key: string; count: number; share: number }[] {
   return rows
     .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
     .slice(0, limit)
@@ -152,38 +153,51 @@ function latencyHistogram(db: Db, f: Filter, levels: readonly Rollup[], window?:
   );
 }
 
-/** stats/latency: summary, percentiles, histogram and the slowest names. */
-export function latency(db: Db, f: Filter, slowLimit: number): object {
-  const sum = collect(db, sources(f, [OUTCOMES], (r) => `SELECT sum(count), sum(elapsed_sum_us), max(elapsed_max_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ?`, (w) => `SELECT count(*), sum(r.elapsed_us), max(r.elapsed_us) FROM ${RECORDS} WHERE ${w}`), 0, ["sum", "sum", "max"]).get("")?.vals ?? [0, 0, 0];
-  const n = sum[0];
-  const hist = [...latencyHistogram(db, f, [LATENCY_HOURS, LATENCY_MINUTES]).values()].map(({ key, vals }): [number, number] => [key[0], vals[0]]).sort((a, b) => a[0] - b[0]);
+/** The slowest names, before the response shape. */
+export interface SlowName {
+  qname: string;
+  count: number;
+  avgUs: number;
+  maxUs: number;
+}
+
+/** The body of stats/latency from its totals, its (bucket µs, count) histogram and the slowest names. */
+export function latencyBody(n: number, sumUs: number, maxUs: number, histogram: [number, number][], slow: SlowName[]): object {
+  const hist = [...histogram].sort((a, b) => a[0] - b[0]);
   const edgesUs = LATENCY_EDGES_MS.map((e) => e * 1000);
   const counts = new Array<number>(edgesUs.length + 1).fill(0);
   for (const [bucket, count] of hist) {
     const i = edgesUs.findIndex((e) => bucket < e);
     counts[i < 0 ? edgesUs.length : i] += count;
   }
+  return {
+    ok: true,
+    sample_size: n,
+    avg_ms: n > 0 ? ms(sumUs / n) : null,
+    p50_ms: n > 0 ? ms(percentile(hist, n, 0.5)) : null,
+    p95_ms: n > 0 ? ms(percentile(hist, n, 0.95)) : null,
+    p99_ms: n > 0 ? ms(percentile(hist, n, 0.99)) : null,
+    max_ms: n > 0 ? ms(maxUs) : null,
+    histogram: counts.map((count, i) => ({ lt_ms: i < LATENCY_EDGES_MS.length ? LATENCY_EDGES_MS[i] : null, count })),
+    slow_top: slow.map((x) => ({ qname: x.qname, count: x.count, avg_ms: ms(x.avgUs), max_ms: ms(x.maxUs) })),
+  };
+}
+
+/** stats/latency: summary, percentiles, histogram and the slowest names. */
+export function latency(db: Db, f: Filter, slowLimit: number): object {
+  const sum = collect(db, sources(f, [OUTCOMES], (r) => `SELECT sum(count), sum(elapsed_sum_us), max(elapsed_max_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ?`, (w) => `SELECT count(*), sum(r.elapsed_us), max(r.elapsed_us) FROM ${RECORDS} WHERE ${w}`), 0, ["sum", "sum", "max"]).get("")?.vals ?? [0, 0, 0];
+  const hist = [...latencyHistogram(db, f, [LATENCY_HOURS, LATENCY_MINUTES]).values()].map(({ key, vals }): [number, number] => [key[0], vals[0]]);
   const names = collect(db, sources(f, [NAMES], (r) => `SELECT name_id, sum(count), sum(elapsed_sum_us), max(elapsed_max_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY name_id`, (w) => `SELECT r.name_id, count(*), sum(r.elapsed_us), max(r.elapsed_us) FROM ${RECORDS} WHERE ${w} GROUP BY r.name_id`), 1, ["sum", "sum", "max"]);
   const lookup = db.prepare<[number], string>("SELECT name FROM names_v2 WHERE id = ?").pluck();
   const slow = [...names.values()]
     .map(({ key, vals }) => ({ id: key[0], count: vals[0], avg: vals[1] / vals[0], max: vals[2] }))
     .sort((a, b) => b.avg - a.avg || b.count - a.count || a.id - b.id)
     .slice(0, slowLimit)
-    .map((s) => ({ qname: lookup.get(s.id) ?? `#${s.id}`, count: s.count, avg_ms: ms(s.avg), max_ms: ms(s.max) }));
-  return {
-    ok: true,
-    sample_size: n,
-    avg_ms: n > 0 ? ms(sum[1] / n) : null,
-    p50_ms: n > 0 ? ms(percentile(hist, n, 0.5)) : null,
-    p95_ms: n > 0 ? ms(percentile(hist, n, 0.95)) : null,
-    p99_ms: n > 0 ? ms(percentile(hist, n, 0.99)) : null,
-    max_ms: n > 0 ? ms(sum[2]) : null,
-    histogram: counts.map((count, i) => ({ lt_ms: i < LATENCY_EDGES_MS.length ? LATENCY_EDGES_MS[i] : null, count })),
-    slow_top: slow,
-  };
+    .map((x) => ({ qname: lookup.get(x.id) ?? `#${x.id}`, count: x.count, avgUs: x.avg, maxUs: x.max }));
+  return latencyBody(sum[0], sum[1], sum[2], hist, slow);
 }
 
-const KIND_CODE: Record<Exclude<PluginKind, "all">, number> = { matcher: 0, executor: 1, builtin: 2 };
+export const KIND_CODE: Record<Exclude<PluginKind, "all">, number> = { matcher: 0, executor: 1, builtin: 2 };
 
 /** stats/plugins: per plugin, how often it was checked, matched, executed, and by how many records. */
 export function plugins(db: Db, f: Filter, kind: PluginKind): object {
@@ -199,41 +213,43 @@ export function plugins(db: Db, f: Filter, kind: PluginKind): object {
     2,
     ["sum", "sum", "sum", "sum"],
   );
-  const total = sampleSize(db, f);
   const tag = db.prepare<[number], string>("SELECT tag FROM tags_v2 WHERE id = ?").pluck();
-  const rows = [...m.values()]
-    .map(({ key, vals }) => ({ kind: KIND_NAMES[key[0]] ?? `kind${key[0]}`, tag: tag.get(key[1]) ?? `#${key[1]}`, checked: vals[0], matched: vals[1], executed: vals[2], query_total: vals[3], query_share: share(vals[3], total) }))
-    .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : b.query_total - a.query_total || (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0)));
-  return { ok: true, sample_size: total, rows };
+  return pluginsBody(
+    [...m.values()].map(({ key, vals }) => [key[0], tag.get(key[1]) ?? `#${key[1]}`, vals[0], vals[1], vals[2], vals[3]]),
+    sampleSize(db, f),
+  );
 }
 
-/** stats/timeseries: `buckets` points ending with the one that holds until_ms (default now), oldest first, empty ones as zeros. */
-export function timeseries(db: Db, f: Filter, bucketMs: number, buckets: number, nowMs: number): object {
+/** The body of stats/plugins from rows [kind code, tag, checked, matched, executed, records]. */
+export function pluginsBody(rows: [number, string, number, number, number, number][], total: number): object {
+  const out = rows
+    .map(([kind, tag, checked, matched, executed, queries]) => ({ kind: KIND_NAMES[kind] ?? `kind${kind}`, tag, checked, matched, executed, query_total: queries, query_share: share(queries, total) }))
+    .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : b.query_total - a.query_total || (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0)));
+  return { ok: true, sample_size: total, rows: out };
+}
+
+/** The points of stats/timeseries: `buckets` of `bucketMs` ending with the one that holds until_ms (default now), and the ms window they cover. */
+export function timeseriesWindow(f: Filter, bucketMs: number, buckets: number, nowMs: number): { first: number; window: [number, number] } {
   const last = Math.floor((f.untilMs ?? nowMs) / bucketMs);
   const first = last - buckets + 1;
-  const window: [number, number] = [first * bucketMs, f.untilMs ?? (last + 1) * bucketMs - 1];
-  const pointOf = (r: Rollup | null): string => (r === null ? `r.created_at_ms / ${bucketMs}` : `bucket / ${bucketMs / r.bucketMs}`);
-  const counts = collect(
-    db,
-    sources(f, [OUTCOMES], (r) => `SELECT ${pointOf(r)}, outcome, sum(count), sum(elapsed_sum_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY 1, 2`, (w) => `SELECT ${pointOf(null)}, r.outcome, count(*), sum(r.elapsed_us) FROM ${RECORDS} WHERE ${w} GROUP BY 1, 2`, [], window),
-    2,
-    ["sum", "sum"],
-  );
-  const levels = bucketMs >= LATENCY_HOURS.bucketMs ? [LATENCY_HOURS, LATENCY_MINUTES] : [LATENCY_MINUTES];
-  const hist = latencyHistogram(db, f, levels, window, bucketMs);
+  return { first, window: [first * bucketMs, f.untilMs ?? (last + 1) * bucketMs - 1] };
+}
+
+/** The body of stats/timeseries from rows [point, outcome, count, sum µs] and [point, latency bucket µs, count]. */
+export function timeseriesBody(first: number, buckets: number, bucketMs: number, counts: Iterable<number[]>, hist: Iterable<number[]>): object {
   const points = Array.from({ length: buckets }, (_, i) => ({ p: first + i, total: 0, error: 0, none: 0, sumUs: 0, hist: [] as [number, number][] }));
   const at = (p: number): (typeof points)[number] | undefined => points[p - first];
   let sample = 0;
-  for (const { key, vals } of counts.values()) {
-    const pt = at(key[0]);
+  for (const [point, outcome, count, sumUs] of counts) {
+    const pt = at(point);
     if (!pt) continue;
-    pt.total += vals[0];
-    pt.sumUs += vals[1];
-    if (key[1] === OUTCOME_ERROR) pt.error += vals[0];
-    if (key[1] === OUTCOME_NO_RESPONSE) pt.none += vals[0];
-    sample += vals[0];
+    pt.total += count;
+    pt.sumUs += sumUs;
+    if (outcome === OUTCOME_ERROR) pt.error += count;
+    if (outcome === OUTCOME_NO_RESPONSE) pt.none += count;
+    sample += count;
   }
-  for (const { key, vals } of hist.values()) at(key[0])?.hist.push([key[1], vals[0]]);
+  for (const [point, bucket, count] of hist) at(point)?.hist.push([bucket, count]);
   return {
     ok: true,
     sample_size: sample,
@@ -247,4 +263,20 @@ export function timeseries(db: Db, f: Filter, bucketMs: number, buckets: number,
       p95_ms: pt.total > 0 ? ms(percentile(pt.hist.sort((a, b) => a[0] - b[0]), pt.total, 0.95)) : 0,
     })),
   };
+}
+
+/** stats/timeseries: `buckets` points ending with the one that holds until_ms (default now), oldest first, empty ones as zeros. */
+export function timeseries(db: Db, f: Filter, bucketMs: number, buckets: number, nowMs: number): object {
+  const { first, window } = timeseriesWindow(f, bucketMs, buckets, nowMs);
+  const pointOf = (r: Rollup | null): string => (r === null ? `r.created_at_ms / ${bucketMs}` : `bucket / ${bucketMs / r.bucketMs}`);
+  const counts = collect(
+    db,
+    sources(f, [OUTCOMES], (r) => `SELECT ${pointOf(r)}, outcome, sum(count), sum(elapsed_sum_us) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY 1, 2`, (w) => `SELECT ${pointOf(null)}, r.outcome, count(*), sum(r.elapsed_us) FROM ${RECORDS} WHERE ${w} GROUP BY 1, 2`, [], window),
+    2,
+    ["sum", "sum"],
+  );
+  const levels = bucketMs >= LATENCY_HOURS.bucketMs ? [LATENCY_HOURS, LATENCY_MINUTES] : [LATENCY_MINUTES];
+  const hist = latencyHistogram(db, f, levels, window, bucketMs);
+  const rows = (m: Map<string, { key: number[]; vals: number[] }>): number[][] => [...m.values()].map(({ key, vals }) => [...key, ...vals]);
+  return timeseriesBody(first, buckets, bucketMs, rows(counts), rows(hist));
 }

@@ -15,6 +15,8 @@ import { CLEARED_TABLES, configureWriter, migrate, OUTCOME_ERROR, OUTCOME_NO_RES
 
 export interface StoreOptions {
   path: string;
+  /** Written on every record (`instance` column). */
+  instance: string;
   memoryTail: number;
   /** 0: no cap. */
   maxRecords: number;
@@ -31,7 +33,7 @@ export interface TailEntry {
 /** Records deleted per transaction by trims and retention: each chunk is a short write lock. */
 const DELETE_CHUNK = 10_000;
 
-function questionsOf(query: Buffer): Question[] {
+export function questionsOf(query: Buffer): Question[] {
   try {
     return decodeQuery(query).message.questions;
   } catch {
@@ -44,7 +46,7 @@ function questionsOf(query: Buffer): Question[] {
 }
 
 /** Lower-case, absolute (trailing dot), as the records show names. */
-const storedName = (name: string): string => (name === "" ? "." : `${name.toLowerCase()}.`);
+export const storedName = (name: string): string => (name === "" ? "." : `${name.toLowerCase()}.`);
 
 export function outcomeOf(response: Buffer | null, error: string | null): number {
   if (error !== null) return OUTCOME_ERROR;
@@ -103,17 +105,21 @@ export class RecorderStore {
   private readonly insStep: Database.Statement<unknown[]>;
   private readonly writeBatch: (batch: BatchRecord[]) => { first: number; outcomes: number[] };
 
+  get path(): string {
+    return this.options.path;
+  }
+
   constructor(private readonly options: StoreOptions) {
     this.db = new Database(options.path);
     configureWriter(this.db, options.cacheMb);
-    migrate(this.db);
+    migrate(this.db, options.instance);
     this.db.exec("CREATE TEMP TABLE IF NOT EXISTS gone (id INTEGER PRIMARY KEY, created_at_ms INTEGER NOT NULL)");
     this.names = new Dictionary(this.db, "names_v2", "name");
     this.clients = new Dictionary(this.db, "clients_v2", "ip");
     this.tags = new Dictionary(this.db, "tags_v2", "tag");
     this.rollups = new RollupMaintainer(this.db);
     this.insRecord = this.db.prepare(
-      "INSERT INTO records_v2 (created_at_ms, elapsed_us, client_id, name_id, qtype, question_count, outcome, error, query, response) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO records_v2 (created_at_ms, elapsed_us, client_id, name_id, qtype, question_count, outcome, error, query, response, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.insQuestion = this.db.prepare("INSERT INTO questions_v2 (record_id, question_index, name_id, qtype, qclass) VALUES (?, ?, ?, ?, ?)");
     this.insStep = this.db.prepare("INSERT INTO steps_v2 (record_id, event_index, sequence_tag, node_index, kind, tag, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)");
@@ -129,7 +135,7 @@ export class RecorderStore {
     const { first, outcomes } = this.writeBatch(batch);
     this.records += batch.length;
     const entries = batch.map((r, i): TailEntry => ({
-      record: { id: first + i, createdAtMs: Math.round(r.createdAtMs), elapsedUs: r.elapsedUs, clientIp: r.clientIp, outcome: outcomes[i], error: r.error, query: r.query, response: outcomes[i] >= 0 ? r.response : null },
+      record: { id: first + i, createdAtMs: Math.round(r.createdAtMs), elapsedUs: r.elapsedUs, clientIp: r.clientIp, instance: this.options.instance, outcome: outcomes[i], error: r.error, query: r.query, response: outcomes[i] >= 0 ? r.response : null },
       steps: r.steps,
     }));
     for (const e of entries.length > this.tail.capacity ? entries.slice(-this.tail.capacity) : entries) this.tail.push(e);
@@ -147,7 +153,7 @@ export class RecorderStore {
       const outcome = outcomeOf(r.response, r.error);
       outcomes.push(outcome);
       const id = Number(
-        this.insRecord.run(Math.round(r.createdAtMs), r.elapsedUs, this.clients.id(r.clientIp), nameId, q0 ? q0.type : 0, questions.length, outcome, r.error, r.query, outcome >= 0 ? r.response : null).lastInsertRowid,
+        this.insRecord.run(Math.round(r.createdAtMs), r.elapsedUs, this.clients.id(r.clientIp), nameId, q0 ? q0.type : 0, questions.length, outcome, r.error, r.query, outcome >= 0 ? r.response : null, this.options.instance).lastInsertRowid,
       );
       if (first === 0) first = id;
       last = id;
@@ -229,14 +235,14 @@ export class RecorderStore {
   private loadTail(): void {
     const rows = this.db
       .prepare(
-        `SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.outcome, r.error, r.query, r.response FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id ORDER BY r.id DESC LIMIT ?`,
+        `SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.instance, r.outcome, r.error, r.query, r.response FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id ORDER BY r.id DESC LIMIT ?`,
       )
       .raw()
-      .all(this.tail.capacity) as [number, number, number, string, number, string | null, Buffer, Buffer | null][];
+      .all(this.tail.capacity) as [number, number, number, string, string, number, string | null, Buffer, Buffer | null][];
     const steps = this.db.prepare("SELECT s.node_index, s.kind, s.outcome, a.tag, b.tag FROM steps_v2 s JOIN tags_v2 a ON a.id = s.sequence_tag JOIN tags_v2 b ON b.id = s.tag WHERE s.record_id = ? ORDER BY s.event_index").raw();
-    for (const [id, createdAtMs, elapsedUs, clientIp, outcome, error, query, response] of rows.reverse()) {
+    for (const [id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response] of rows.reverse()) {
       const path = (steps.all(id) as [number | null, number, number, string, string][]).map(([nodeIndex, kind, out, sequenceTag, tag]) => ({ nodeIndex, kind, outcome: out, sequenceTag, tag }));
-      this.tail.push({ record: { id, createdAtMs, elapsedUs, clientIp, outcome, error, query, response }, steps: path });
+      this.tail.push({ record: { id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response }, steps: path });
     }
   }
 

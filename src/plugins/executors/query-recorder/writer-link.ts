@@ -9,6 +9,7 @@ export interface WriterHandlers {
   /** Rows in the database after a clear or a cleanup. */
   records(n: number): void;
   replay(m: Extract<WriterReply, { t: "replay" }>): void;
+  frames(m: Extract<WriterReply, { t: "frames" }>): void;
   log(m: Extract<WriterReply, { t: "log" }>): void;
   /** The thread ended; `error` unless it was asked to close. Not called for a thread that never became ready. */
   exit(error: Error | null): void;
@@ -34,11 +35,14 @@ export class WriterLink {
     let lastError: Error | null = null;
     this.ready = new Promise((resolve, reject) => {
       failStart = reject;
-      this.worker.once("message", (m: WriterReply) => {
+      // Log lines may come first (PostgreSQL unreachable at start).
+      const onReady = (m: WriterReply): void => {
         if (m.t !== "ready") return;
+        this.worker.off("message", onReady);
         this.isReady = true;
         resolve({ records: m.records, dbBytes: m.dbBytes });
-      });
+      };
+      this.worker.on("message", onReady);
     });
     // The caller may never wait for ready (a restart that fails again is reported through exit).
     this.ready.catch(() => undefined);
@@ -48,6 +52,8 @@ export class WriterLink {
           return handlers.committed(m);
         case "replay":
           return handlers.replay(m);
+        case "frames":
+          return handlers.frames(m);
         case "log":
           if (m.level === "error") lastError = new Error(m.err);
           return handlers.log(m);

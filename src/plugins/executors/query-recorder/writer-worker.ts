@@ -1,13 +1,19 @@
-// The recorder's writer thread: owns the database connection that writes. Batches that arrive while
-// one is being written are written together, in one transaction; every other request (clear,
-// cleanup, replay) is taken in arrival order, so "flush, then clear" needs nothing more than
-// sending the last batch before the clear.
+// The recorder's writer thread: owns the connections that write, to the SQLite file, to the
+// PostgreSQL store, or to both. Batches that arrive while one is being written are written
+// together, in one transaction per store; every other request (clear, cleanup, replay) is taken in
+// arrival order, so "flush, then clear" needs nothing more than sending the last batch before the
+// clear. While PostgreSQL cannot be reached, the batch in hand is retried with backoff and the rest
+// wait here; the DNS thread counts them as queued, so past queue_size it drops (and counts) new
+// records instead of waiting.
 
 import { statSync } from "node:fs";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { readBatch, type BatchRecord } from "./batch.js";
 import { recordFrame } from "./json.js";
+import { PgFeed } from "./pg-feed.js";
+import { isConnectionError } from "./pg-schema.js";
+import { PgRecorderStore } from "./pg-store.js";
 import { WRITER_NICE, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
 import { RecorderStore } from "./store.js";
 
@@ -18,6 +24,11 @@ const MAX_COALESCED_LIVE = 2048;
 const SIZE_EVERY_MS = 1000;
 /** Errors after which the connection cannot be trusted: the thread ends and the recorder's actor starts a new one. */
 const FATAL = /SQLITE_(CORRUPT|NOTADB|IOERR|CANTOPEN|READONLY)/;
+/** Waits between attempts to reach PostgreSQL: doubling from the first to the last. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5000;
+
+type Batch = Extract<WriterRequest, { t: "batch" }>;
 
 const data = workerData as WriterData;
 if (!parentPort || data?.role !== "query-recorder-writer") throw new Error("writer-worker.ts runs as the query recorder's worker thread");
@@ -30,17 +41,32 @@ try {
 }
 
 const post = (m: WriterReply): void => port.postMessage(m);
-const store = new RecorderStore(data.options);
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const sqlite = data.sqlite ? new RecorderStore(data.sqlite) : null;
+const postgres = data.postgres ? new PgRecorderStore(data.postgres) : null;
+/** With PostgreSQL the stream shows every instance's records, read back from the store. */
+const feed = data.postgres
+  ? new PgFeed(
+      data.postgres.pg,
+      data.memoryTail,
+      (frames) => post({ t: "frames", frames }),
+      (client, frames) => post({ t: "replay", client, frames }),
+    )
+  : null;
 const strings: string[] = [];
 const queue: WriterRequest[] = [];
-let scheduled = false;
+let draining = false;
 let live = false;
 let closing = false;
+/** A close arrived: a batch that cannot reach PostgreSQL is given up instead of retried. */
+let closeRequested = false;
+let pgDown = false;
 let sizeAt = 0;
 
 function dbBytes(): number {
+  if (!sqlite) return 0;
   let n = 0;
-  for (const f of [data.options.path, `${data.options.path}-wal`]) {
+  for (const f of [sqlite.path, `${sqlite.path}-wal`]) {
     try {
       n += statSync(f).size;
     } catch {
@@ -50,107 +76,179 @@ function dbBytes(): number {
   return n;
 }
 
+/** Rows of the store the routes read. */
+const records = (): number => (postgres ? postgres.records : (sqlite?.records ?? 0));
+
 function fatal(err: unknown): never {
-  post({ t: "log", level: "error", msg: "query recorder database failed; the writer restarts", err: (err as Error).message });
+  post({ t: "log", level: "error", msg: "query recorder database failed; the writer restarts", err: errorText(err) });
   try {
-    store.db.close();
+    sqlite?.db.close();
   } catch {
     // Already unusable.
   }
   process.exit(1);
 }
 
-function writeBatches(batches: Extract<WriterRequest, { t: "batch" }>[]): void {
+/** Writes to SQLite; null when the transaction failed. */
+function writeSqlite(store: RecorderStore, batch: BatchRecord[]): string[] | null {
+  try {
+    const entries = store.insert(batch);
+    store.trimIfNeeded();
+    return live && !feed ? entries.map((e) => recordFrame(e.record, e.steps)) : [];
+  } catch (err) {
+    if (FATAL.test(String((err as { code?: string }).code))) fatal(err);
+    post({ t: "log", level: "warn", msg: "query recorder batch not written to SQLite", err: errorText(err) });
+    return null;
+  }
+}
+
+/** Clears and cleanups waiting behind a batch that cannot be written fail now rather than wait for PostgreSQL. */
+function refuseWaiting(why: string): void {
+  for (let i = queue.length - 1; i >= 0; i--) {
+    const m = queue[i];
+    if (m.t !== "clear" && m.t !== "cleanup") continue;
+    queue.splice(i, 1);
+    post({ t: "done", id: m.id, ok: false, message: `PostgreSQL cannot be reached: ${why}`, records: records() });
+  }
+}
+
+/** Writes to PostgreSQL, retrying while it cannot be reached; false when the batch is given up. */
+async function writePostgres(store: PgRecorderStore, batch: BatchRecord[]): Promise<boolean> {
+  for (let wait = RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
+    try {
+      await store.insert(batch);
+      if (pgDown) post({ t: "log", level: "info", msg: "PostgreSQL query store reachable again", err: "" });
+      pgDown = false;
+      break;
+    } catch (err) {
+      store.reset();
+      if (!isConnectionError(err) || closeRequested) {
+        post({ t: "log", level: "warn", msg: "query recorder batch not written to PostgreSQL; its records are lost", err: errorText(err) });
+        return false;
+      }
+      if (!pgDown) post({ t: "log", level: "warn", msg: "PostgreSQL query store unreachable; records wait (up to queue_size) while the writer retries", err: errorText(err) });
+      pgDown = true;
+      refuseWaiting(errorText(err));
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+  try {
+    await store.trimIfNeeded();
+  } catch (err) {
+    post({ t: "log", level: "warn", msg: "query recorder trim failed; it is tried again after the next batch", err: errorText(err) });
+  }
+  return true;
+}
+
+async function writeBatches(batches: Batch[]): Promise<void> {
   const started = performance.now();
-  let records: BatchRecord[] = [];
+  let batch: BatchRecord[] = [];
   let count = 0;
   for (const b of batches) {
     // Interned tags arrive with the batch that first uses them.
     strings.length = b.stringsFrom;
     strings.push(...b.strings);
     count += b.count;
-    records = records.concat(readBatch(b.data, b.count, strings, b.ips));
+    batch = batch.concat(readBatch(b.data, b.count, strings, b.ips));
   }
-  let frames: string[] | null = null;
-  let lost = 0;
-  try {
-    const entries = store.insert(records);
-    if (live) frames = entries.map((e) => recordFrame(e.record, e.steps));
-    store.trimIfNeeded();
-  } catch (err) {
-    if (FATAL.test(String((err as { code?: string }).code))) fatal(err);
-    lost = count;
-    post({ t: "log", level: "warn", msg: "query recorder batch not written; its records are lost", err: (err as Error).message });
-  }
+  const frames = sqlite ? writeSqlite(sqlite, batch) : [];
+  // The store the routes read decides whether the records count as written.
+  const written = postgres ? await writePostgres(postgres, batch) : frames !== null;
   const now = Date.now();
-  const size = now - sizeAt >= SIZE_EVERY_MS ? dbBytes() : null;
+  const size = sqlite && now - sizeAt >= SIZE_EVERY_MS ? dbBytes() : null;
   if (size !== null) sizeAt = now;
-  post({ t: "committed", count, lost, seconds: (performance.now() - started) / 1000, records: store.records, dbBytes: size, frames });
+  post({ t: "committed", count, lost: written ? 0 : count, seconds: (performance.now() - started) / 1000, records: records(), dbBytes: size, frames: frames !== null && frames.length > 0 ? frames : null });
 }
 
-function answer(id: number, work: () => number): void {
+/** clear and cleanup: both stores; the answer is the count of the store the routes read. */
+async function answer(id: number, onSqlite: (s: RecorderStore) => number, onPostgres: (s: PgRecorderStore) => Promise<number>): Promise<void> {
   try {
-    const value = work();
-    post({ t: "done", id, ok: true, value, records: store.records });
+    const a = sqlite ? onSqlite(sqlite) : 0;
+    const value = postgres ? await onPostgres(postgres) : a;
+    post({ t: "done", id, ok: true, value, records: records() });
   } catch (err) {
     if (FATAL.test(String((err as { code?: string }).code))) fatal(err);
-    post({ t: "done", id, ok: false, message: (err as Error).message, records: store.records });
+    if (postgres && isConnectionError(err)) postgres.reset();
+    post({ t: "done", id, ok: false, message: errorText(err), records: records() });
   }
 }
 
-function drain(): void {
-  scheduled = false;
-  while (queue.length > 0) {
+async function drain(): Promise<void> {
+  while (queue.length > 0 && !closing) {
     const m = queue[0];
     if (m.t === "batch") {
-      const batches: Extract<WriterRequest, { t: "batch" }>[] = [];
+      const batches: Batch[] = [];
       let n = 0;
       const max = live ? MAX_COALESCED_LIVE : MAX_COALESCED;
-      while (queue.length > 0 && queue[0].t === "batch" && (n === 0 || n + queue[0].count <= max)) {
-        const b = queue.shift() as Extract<WriterRequest, { t: "batch" }>;
-        n += b.count;
-        batches.push(b);
+      for (let next = queue[0]; queue.length > 0 && next.t === "batch" && (n === 0 || n + next.count <= max); next = queue[0]) {
+        queue.shift();
+        n += next.count;
+        batches.push(next);
       }
-      writeBatches(batches);
+      await writeBatches(batches);
       continue;
     }
     queue.shift();
     switch (m.t) {
       case "clear":
-        answer(m.id, () => store.clear());
+        await answer(m.id, (s) => s.clear(), (s) => s.clear());
         break;
       case "cleanup":
-        answer(m.id, () => store.cleanup(m.now));
+        await answer(m.id, (s) => s.cleanup(m.now), (s) => s.cleanup(m.now));
         break;
       case "live":
         live = m.on;
         break;
-      case "replay": {
-        const entries = store.tail.last(m.afterId === null ? m.tail : store.tail.capacity).filter((e) => m.afterId === null || e.record.id > m.afterId);
-        post({ t: "replay", client: m.client, frames: entries.map((e) => recordFrame(e.record, e.steps)) });
+      case "replay":
+        if (sqlite) {
+          const entries = sqlite.tail.last(m.afterId === null ? m.tail : sqlite.tail.capacity).filter((e) => m.afterId === null || e.record.id > m.afterId);
+          post({ t: "replay", client: m.client, frames: entries.map((e) => recordFrame(e.record, e.steps)) });
+        }
         break;
-      }
       case "close":
         closing = true;
         break;
     }
-    if (closing) break;
   }
+  draining = false;
   if (closing) {
-    store.close();
+    await feed?.close();
+    sqlite?.close();
+    await postgres?.close();
     port.close();
   }
 }
 
 port.on("message", (m: WriterRequest) => {
   if (closing) return;
+  if (m.t === "close") closeRequested = true;
+  // The PostgreSQL feed keeps its own order (pg-feed.ts): streams need not wait behind batches.
+  if (feed && m.t === "live") return feed.setLive(m.on);
+  if (feed && m.t === "replay") return feed.replay(m.client, m.tail, m.afterId);
   queue.push(m);
   // Messages that arrive while one is handled join the queue; the next turn takes them together.
-  if (!scheduled) {
-    scheduled = true;
-    setImmediate(drain);
+  if (!draining) {
+    draining = true;
+    setImmediate(() => void drain());
   }
 });
 
-post({ t: "ready", records: store.records, dbBytes: dbBytes() });
-sizeAt = Date.now();
+/** Ready once the stores are open. PostgreSQL unreachable is not a reason to fail: the writer retries; a refusal (newer schema, bad credentials) is. */
+async function start(): Promise<void> {
+  if (postgres) {
+    try {
+      await postgres.connect();
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      pgDown = true;
+      post({ t: "log", level: "warn", msg: "PostgreSQL query store unreachable at start; records wait (up to queue_size) while the writer retries", err: errorText(err) });
+    }
+  }
+  post({ t: "ready", records: records(), dbBytes: dbBytes() });
+  sizeAt = Date.now();
+}
+
+start().catch((err: unknown) => {
+  post({ t: "log", level: "error", msg: "query recorder store could not be opened", err: errorText(err) });
+  process.exit(1);
+});
