@@ -41,7 +41,12 @@ export async function generateRecords(o) {
   /** @type {() => void} */
   let wake = () => undefined;
   const link = new WriterLink(
-    { role: "query-recorder-writer", options: { path: o.path, memoryTail: 1024, maxRecords: 0, retentionMs: 30 * 86_400_000, cacheMb: 16 } },
+    {
+      role: "query-recorder-writer",
+      sqlite: { path: o.path, instance: "bench", memoryTail: 1024, maxRecords: 0, retentionMs: 30 * 86_400_000, cacheMb: 16 },
+      postgres: null,
+      memoryTail: 1024,
+    },
     {
       committed: (/** @type {{ count: number, lost: number }} */ m) => {
         committed += m.count;
