@@ -4,6 +4,7 @@
 // transaction), so a page or a statistic never mixes two states of the database. With a
 // PostgreSQL store the connection is PostgreSQL's (pg-reads.ts), opened again after a failure.
 
+import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type pg from "pg";
@@ -11,7 +12,6 @@ import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
 import { pgAnswer } from "./pg-reads.js";
 import { isConnectionError, pgClient, type PgOptions } from "./pg-schema.js";
-import { lowerThisThread } from "./priority.js";
 import { READER_NICE, type ReaderData, type ReaderJob, type ReaderReply } from "./protocol.js";
 import { recordById, recordsPage } from "./records.js";
 import { configureReader, hasCurrentSchema } from "./schema.js";
@@ -21,8 +21,11 @@ const data = workerData as ReaderData;
 if (!parentPort || data?.role !== "query-recorder-reader") throw new Error("reader-worker.ts runs as a query recorder's worker thread");
 const port = parentPort;
 
-// A read runs only on time DNS leaves idle (SCHED_IDLE on Linux): see priority.ts.
-lowerThisThread(READER_NICE, true);
+try {
+  setPriority(READER_NICE);
+} catch {
+  // Not permitted here: reads then compete with DNS at equal priority.
+}
 
 function sqliteReader(path: string): (req: ReadRequest) => Promise<string> {
   const db = new Database(path, { readonly: true, fileMustExist: true });

@@ -7,13 +7,13 @@
 // records instead of waiting.
 
 import { statSync } from "node:fs";
+import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { readBatch, type BatchRecord } from "./batch.js";
 import { recordFrame } from "./json.js";
 import { PgFeed } from "./pg-feed.js";
 import { isConnectionError } from "./pg-schema.js";
 import { PgRecorderStore } from "./pg-store.js";
-import { lowerThisThread } from "./priority.js";
 import { WRITER_NICE, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
 import { RecorderStore } from "./store.js";
 
@@ -34,8 +34,11 @@ const data = workerData as WriterData;
 if (!parentPort || data?.role !== "query-recorder-writer") throw new Error("writer-worker.ts runs as the query recorder's worker thread");
 const port = parentPort;
 
-// Below DNS, but not idle-only: under saturation the writer must still get time to keep records (priority.ts).
-lowerThisThread(WRITER_NICE, false);
+try {
+  setPriority(WRITER_NICE);
+} catch {
+  // Not permitted or not supported here: the writer then competes with DNS at equal priority.
+}
 
 const post = (m: WriterReply): void => port.postMessage(m);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
