@@ -9,6 +9,8 @@ export default defineConfig({
     pool: "forks",
     // Two files at a time: most of the suite waits on sockets and child processes, not the CPU.
     maxWorkers: 2,
+    // Tests marked concurrent (the model tests' paths, each its own child process) run three at a time.
+    maxConcurrency: 3,
     reporters: ["default"],
   },
 });

@@ -174,7 +174,7 @@ describe("app lifecycle and reload model", () => {
     expect(again("ok") && again("failed")).toBe(true);
   });
 
-  test.each(cases)("$name", async ({ steps }) => {
+  test.concurrent.each(cases)("$name", async ({ steps }) => {
     const sc = scenario(steps);
     let blocker: net.Server | null = null;
     let apiListen = "127.0.0.1:0";
