@@ -3,7 +3,7 @@
 // version unchanged, a new one, or the primary unreachable; each apply's outcome: applied, refused
 // because it does not validate, busy because a save was running), and each path is replayed against
 // the real program: an in-process primary, a replica started with --config-from as a child process,
-// and a TCP relay between them that the test can take down. Before each poll the test makes the
+// and a TCP relay between them that the test can take down (each path its own, three paths at a time). Before each poll the test makes the
 // world the next step says (a valid or invalid configuration saved on the primary, the old one put
 // back, the relay down, a slow save running on the replica); after each poll GET /api/reload/status
 // must show what the machine's context says (versions handled, applied and refused, an error or
@@ -15,7 +15,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getShortestPaths } from "@xstate/graph";
 import { getInitialSnapshot, getNextSnapshot, type SnapshotFrom } from "xstate";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, describe, expect, test } from "vitest";
 import { configFollowMachine } from "../../machines/config-follow.machine.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
 import { answerIps, ask } from "../helpers/dns.js";
@@ -82,17 +82,25 @@ const slowSave = JSON.stringify({
   validate: true,
 });
 
-let primary: RunningSluice;
-let relay: net.Server;
-let relayDown = false;
-const relayed = new Set<net.Socket>();
 const dir = tempDir("sluice-follow-model-");
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-beforeAll(async () => {
-  primary = await startSluice(content("v0", true));
+/** One path's world: an in-process primary and a TCP relay to it that the test can take down (paths run side by side). */
+interface World {
+  primary: RunningSluice;
+  relay: net.Server;
+  /** The relay refuses connections (and has dropped the open ones): the primary is unreachable. */
+  setDown(down: boolean): void;
+  close(): Promise<void>;
+}
+
+async function startWorld(): Promise<World> {
+  const primary = await startSluice(content("v0", true));
   const target = Number(new URL(primary.apiUrl).port);
-  relay = net.createServer((client) => {
-    if (relayDown) return void client.destroy();
+  const relayed = new Set<net.Socket>();
+  let down = false;
+  const relay = net.createServer((client) => {
+    if (down) return void client.destroy();
     const upstream = net.connect(target, "127.0.0.1");
     relayed.add(client);
     client.on("close", () => relayed.delete(client));
@@ -101,14 +109,22 @@ beforeAll(async () => {
     upstream.on("error", () => client.destroy());
   });
   await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
-});
-afterAll(async () => {
-  relay.close();
-  await primary.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+  return {
+    primary,
+    relay,
+    setDown(d) {
+      down = d;
+      if (d) for (const c of relayed) c.destroy();
+    },
+    async close() {
+      relay.close();
+      for (const c of relayed) c.destroy();
+      await primary.stop();
+    },
+  };
+}
 
-async function savePrimary(text: string): Promise<string> {
+async function savePrimary(primary: RunningSluice, text: string): Promise<string> {
   const current = (await (await primary.api("/api/config", { headers: AUTH })).json()) as { version: string };
   const res = await primary.api("/api/config", { method: "PUT", headers: { ...AUTH, "content-type": "application/json" }, body: JSON.stringify({ content: text, base_version: current.version, validate: false }) });
   expect(res.status).toBe(200);
@@ -167,15 +183,17 @@ describe("replica follow model", () => {
     }
   });
 
-  test.each(cases)("$name", async ({ steps }) => {
+  // Each path has its own primary, relay and replica: three paths run at a time (vitest maxConcurrency).
+  test.concurrent.each(cases)("$name", async ({ steps }) => {
+    const world = await startWorld();
+    const save = (text: string): Promise<string> => savePrimary(world.primary, text);
     // Every path starts from the primary at v0, applied at the replica's start.
     const real = new Map<string, { version: string; text: string; valid: boolean }>();
-    const v0 = await savePrimary(content("v0", true));
+    const v0 = await save(content("v0", true));
     real.set("v0", { version: v0, text: content("v0", true), valid: true });
-    relayDown = false;
     const file = join(dir, `replica-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(file, content("v0", true).replace("model-pw", "local-pw"));
-    const run: RunningCli = startCli(["-c", file, "--config-from", `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`, "--config-poll", "1s"], { env: { SLUICE_CONFIG_FROM_AUTH: "admin:model-pw" } });
+    const run: RunningCli = startCli(["-c", file, "--config-from", `http://127.0.0.1:${(world.relay.address() as net.AddressInfo).port}`, "--config-poll", "1s"], { env: { SLUICE_CONFIG_FROM_AUTH: "admin:model-pw" } });
     try {
       const apiPort = Number((await run.waitForLog((l) => l.msg === "management API listening")).port);
       const udpPort = (): number => Number([...run.logs].reverse().find((l) => l.msg === "udp server listening")?.port);
@@ -197,10 +215,9 @@ describe("replica follow model", () => {
         const fetchKind = kind(fetchStep.event);
         const label = fetchStep.event.output?.version ?? "";
         if (fetchKind === "unreachable") {
-          relayDown = true;
-          for (const c of relayed) c.destroy();
+          world.setDown(true);
         } else {
-          relayDown = false;
+          world.setDown(false);
           if (outcome === "busy") {
             // Slow saves back to back on the replica, started before the primary changes, until this cycle
             // is over: the follower's SAVE finds the config actor busy.
@@ -212,11 +229,11 @@ describe("replica follow model", () => {
           if (!real.has(label)) {
             const valid = outcome !== "refused";
             const text = content(label, valid);
-            real.set(label, { version: await savePrimary(text), text, valid });
+            real.set(label, { version: await save(text), text, valid });
           } else {
             // "Unchanged": the primary holds the version the replica handled last.
             const want = real.get(label);
-            if (want) await savePrimary(want.text);
+            if (want) await save(want.text);
           }
         }
         // Wait for the cycle: one more poll counted, the follower waiting again, and what this cycle leaves
@@ -241,7 +258,7 @@ describe("replica follow model", () => {
         if (busy) {
           // The primary goes back to what the replica now holds, so polls until the slow save ends find nothing new.
           const back = real.get(end.snap.context.version ?? "v0");
-          if (back) await savePrimary(back.text);
+          if (back) await save(back.text);
           stopBusy = true;
           await busy;
         }
@@ -273,9 +290,9 @@ describe("replica follow model", () => {
         expect(got).toEqual([ip]);
       }
     } finally {
-      relayDown = false;
       run.child.kill("SIGTERM");
       await run.exited;
+      await world.close();
     }
   });
 });
