@@ -56,3 +56,13 @@ export async function statesAtLeast(run: RunningCli, actor: "app" | "reload", wa
     return s.length >= want.length ? s : undefined;
   });
 }
+
+/**
+ * The paths that are not a prefix of another (nor a copy of one): a test that checks after every step
+ * covers, with a longer path, every step of each of its prefixes, so replaying the prefixes again
+ * against a real process only costs time. `key` names a step (its event and the state it leads to).
+ */
+export function withoutPrefixes<T>(paths: T[], steps: (path: T) => string[]): T[] {
+  const keys = paths.map((p) => steps(p).join("\n"));
+  return paths.filter((_, i) => !keys.some((other, j) => j !== i && (other.startsWith(`${keys[i]}\n`) || (other === keys[i] && j < i))));
+}
