@@ -1,9 +1,9 @@
 // Model-based test of the application lifecycle and reload status: @xstate/graph generates the
-// shortest paths through machines/app.machine.ts; each path is replayed against the real program
-// (a child process) through its HTTP API, its configuration file and its log. After every step the
-// observed app states and reload states must equal the machine's, every request the machine
-// refuses at a step that lasts must be refused by the API with the guard's code, and after every
-// swap DNS must answer with the new configuration.
+// shortest paths through machines/app.machine.ts; each path that no other continues is replayed
+// against the real program (a child process) through its HTTP API, its configuration file and its
+// log. After every step the observed app states and reload states must equal the machine's, every
+// request the machine refuses at a step that lasts must be refused by the API with the guard's code,
+// and after every swap DNS must answer with the new configuration.
 import net from "node:net";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,15 +1,16 @@
 // Model-based test of a replica following its primary (machines/config-follow.machine.ts):
 // @xstate/graph generates a shortest path to every transition (each poll's outcome: the primary's
 // version unchanged, a new one, or the primary unreachable; each apply's outcome: applied, refused
-// because it does not validate, busy because a save was running), and each path is replayed against
-// the real program: an in-process primary, a replica started with --config-from as a child process,
-// and a TCP relay between them that the test can take down (each path its own, two paths at a time). Before each poll the test makes the
-// world the next step says (a valid or invalid configuration saved on the primary, the old one put
-// back, the relay down, a slow save running on the replica); after each poll GET /api/reload/status
-// must show what the machine's context says (versions handled, applied and refused, an error or
-// not), and DNS must answer with the applied configuration. The machine takes no outside request,
-// so there is no refusal to check; `apply` failing outright (not busy, not refused) happens only
-// while the process stops, and is not generated.
+// because it does not validate, busy because a save was running), and each path that no other
+// continues is replayed against the real program: an in-process primary, a replica started with
+// --config-from as a child process, and a TCP relay between them that the test can take down (each
+// path its own; two paths at a time). Before each poll the test makes the world the next step says
+// (a valid or invalid configuration saved on the primary, the old one put back, the relay down, a
+// slow save running on the replica); after each poll GET /api/reload/status must show what the
+// machine's context says (versions handled, applied and refused, an error or not), and DNS must
+// answer with the applied configuration. The machine takes no outside request, so there is no
+// refusal to check; `apply` failing outright (not busy, not refused) happens only while the process
+// stops, and is not generated.
 import net from "node:net";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -187,7 +188,7 @@ describe("replica follow model", () => {
     }
   });
 
-  // Each path has its own primary, relay and replica: three paths run at a time (vitest maxConcurrency).
+  // Each path has its own primary, relay and replica, so paths can run side by side (vitest maxConcurrency).
   test.concurrent.each(replayed)("$name", async ({ steps }) => {
     const world = await startWorld();
     const save = (text: string): Promise<string> => savePrimary(world.primary, text);
