@@ -60,7 +60,7 @@ export async function statesAtLeast(run: RunningCli, actor: "app" | "reload", wa
 /**
  * The paths that are not a prefix of another (nor a copy of one): a test that checks after every step
  * covers, with a longer path, every step of each of its prefixes, so replaying the prefixes again
- * against a real process only costs time. `key` names a step (its event and the state it leads to).
+ * against a real process only costs time. `steps` names each step of a path (its event and the state it leads to).
  */
 export function withoutPrefixes<T>(paths: T[], steps: (path: T) => string[]): T[] {
   const keys = paths.map((p) => steps(p).join("\n"));
