@@ -33,6 +33,12 @@ export function clusterProblems(cluster: ClusterConfig | undefined): { key: stri
   return url ? [{ key: "redis", message: `cluster.redis: ${url}` }] : [];
 }
 
+/** This member's name on the cluster channel: `instance`, else one unique per process (its own messages are ignored by it). */
 export function instanceName(cluster: ClusterConfig): string {
   return cluster.instance ?? `${hostname()}-${process.pid}`;
+}
+
+/** The name a query record carries: `cluster.instance`, else the host name (the same across restarts, unlike a member's default). */
+export function recordsInstance(cluster: ClusterConfig | null | undefined): string {
+  return cluster?.instance ?? hostname();
 }

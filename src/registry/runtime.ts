@@ -2,9 +2,9 @@
 // dependency order. A reload builds a second runtime beside the first and swaps only on success.
 // The order of work is the runtime machine's; this file holds the plugins and makes each one.
 
-import { hostname } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import type { ConfigError } from "../config/diagnostics.js";
+import { recordsInstance } from "../config/cluster.js";
 import type { SluiceConfig } from "../config/load.js";
 import { renderPath } from "../config/diagnostics.js";
 import type { Executor, Matcher } from "../engine/types.js";
@@ -172,7 +172,7 @@ export class Runtime {
       owner: this,
       log: services.log.child({ target: `plugin:${tag}` }),
       services,
-      instance: this.config.cluster?.instance ?? hostname(),
+      instance: recordsInstance(this.config.cluster),
       resolvePath: (p) => this.resolvePath(p),
       executor: (t) => this.get(t, "executor") as Executor,
       matcher: (t, negate = false) => this.modes.wrap(t, this.get(t, "matcher") as Matcher, negate),

@@ -50,3 +50,19 @@ export function bytes(n: number | null | undefined): string {
 export function relative(ms: number, now: number): string {
   return ms >= now ? `in ${duration(ms - now)}` : `${duration(now - ms)} ago`;
 }
+
+/** A duration in milliseconds: 0.04 ms, 12.3 ms; "—" for null. */
+export const millis = (v: number | null): string => (v === null ? "—" : `${v < 10 ? v.toFixed(2) : v.toFixed(1)} ms`);
+
+/** A datetime-local input's value as Unix ms (local time), or null when empty or not a time. */
+export function localMs(value: string): number | null {
+  if (value === "") return null;
+  const ms = new Date(value).getTime();
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Unix ms as a datetime-local value (local time, to the minute). */
+export function localInput(ms: number): string {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return d.toISOString().slice(0, 16);
+}

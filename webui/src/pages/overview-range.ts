@@ -2,6 +2,8 @@
 // turned into the since/until of every stats request and the bucket layout of stats/timeseries
 // (minute buckets up to 12 hours, hour buckets beyond, at most the route's 720).
 
+import { localMs } from "../format";
+
 export type Preset = "1h" | "24h" | "7d" | "custom";
 
 export const PRESETS: { id: Preset; label: string }[] = [
@@ -31,19 +33,6 @@ function layout(sinceMs: number, untilMs: number): Window {
   const size = bucket === "minute" ? MINUTE : HOUR;
   const needed = Math.max(1, Math.ceil(span / size));
   return { sinceMs, untilMs, bucket, buckets: Math.min(MAX_BUCKETS, needed), chartClipped: needed > MAX_BUCKETS };
-}
-
-/** A datetime-local input's value as Unix ms (local time), or null when empty or not a time. */
-export function localMs(value: string): number | null {
-  if (value === "") return null;
-  const ms = new Date(value).getTime();
-  return Number.isFinite(ms) ? ms : null;
-}
-
-/** Unix ms as a datetime-local value (local time, to the minute). */
-export function localInput(ms: number): string {
-  const d = new Date(ms - new Date(ms).getTimezoneOffset() * MINUTE);
-  return d.toISOString().slice(0, 16);
 }
 
 /** The window of a preset ending at `now`, or of a custom span; a string says why a custom span is not usable. */

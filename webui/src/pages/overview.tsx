@@ -13,10 +13,10 @@ import { useEvery } from "../components/every";
 import { RecorderSelect } from "../components/recorder-select";
 import { Facts, Notice } from "../components/ui";
 import { plugins, type PluginInfo } from "../features";
-import { clock, count, when } from "../format";
+import { clock, count, localInput, millis, when } from "../format";
 import { currentRecorder, query, recorderGet, type Distribution, type Filters, type Latency, type PluginRow, type Timeseries } from "../recorder";
 import { href } from "../router";
-import { localInput, PRESETS, windowOf, type Preset, type Window } from "./overview-range";
+import { PRESETS, windowOf, type Preset, type Window } from "./overview-range";
 
 interface Data {
   window: Window;
@@ -43,8 +43,6 @@ function storedBlocked(): string {
     return REJECT;
   }
 }
-
-const ms = (v: number | null): string => (v === null ? "—" : `${v < 10 ? v.toFixed(2) : v.toFixed(1)} ms`);
 
 /** Histogram edges as labels: "< 1 ms", "1–5 ms", …, "≥ 1000 ms". */
 function bucketLabel(i: number, edges: (number | null)[]): string {
@@ -116,11 +114,11 @@ function Panels({ d, pick, log }: { d: Data; pick: (what: "client_ip" | "qname",
           <Facts
             testId="latency-summary"
             rows={[
-              ["average", ms(lat.avg_ms)],
-              ["p50", ms(lat.p50_ms)],
-              ["p95", ms(lat.p95_ms)],
-              ["p99", ms(lat.p99_ms)],
-              ["max", ms(lat.max_ms)],
+              ["average", millis(lat.avg_ms)],
+              ["p50", millis(lat.p50_ms)],
+              ["p95", millis(lat.p95_ms)],
+              ["p99", millis(lat.p99_ms)],
+              ["max", millis(lat.max_ms)],
             ]}
           />
         </article>
@@ -197,8 +195,8 @@ function Panels({ d, pick, log }: { d: Data; pick: (what: "client_ip" | "qname",
                         <a href={log({ qname: r.qname })}>{r.qname}</a>
                       </td>
                       <td>{count(r.count)}</td>
-                      <td class="nowrap">{ms(r.avg_ms)}</td>
-                      <td class="nowrap">{ms(r.max_ms)}</td>
+                      <td class="nowrap">{millis(r.avg_ms)}</td>
+                      <td class="nowrap">{millis(r.max_ms)}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -10,10 +10,9 @@ import { useLiveStream } from "../components/live";
 import { RecorderSelect } from "../components/recorder-select";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import type { PluginInfo } from "../features";
-import { clock, count } from "../format";
+import { clock, count, localInput, localMs, millis } from "../format";
 import { currentRecorder, NO_FILTERS, outcomeText, passes, query, recorderGet, type Filters, type FullRecord, type RecordPage, type RecordRow } from "../recorder";
 import { routeParams } from "../router";
-import { localInput, localMs } from "./overview-range";
 import { RecordDetail } from "./record-detail";
 
 const LIMITS = [20, 50, 100, 500];
@@ -71,7 +70,7 @@ function Rows({ rows, open, selected, showInstance }: { rows: RecordRow[]; open:
             <th scope="col">Name</th>
             <th scope="col">Type</th>
             <th scope="col">Outcome</th>
-            <th scope="col">ms</th>
+            <th scope="col">Took</th>
             <th scope="col">Answer</th>
           </tr>
         </thead>
@@ -102,8 +101,8 @@ function Rows({ rows, open, selected, showInstance }: { rows: RecordRow[]; open:
                     {outcomeText(r)}
                   </Badge>
                 </td>
-                <td class="nowrap" data-label="ms">
-                  {(r.elapsed_us / 1000).toFixed(r.elapsed_us < 10_000 ? 2 : 0)}
+                <td class="nowrap" data-label="Took">
+                  {millis(r.elapsed_us / 1000)}
                 </td>
                 <td class="mono" data-label="Answer">
                   {answerText(r)}

@@ -7,7 +7,7 @@ import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
 import { errorText } from "../api";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
-import { when } from "../format";
+import { millis, when } from "../format";
 import { outcomeText, recorderGet, type FullRecord, type RecordRow, type ResourceRecord, type Step } from "../recorder";
 
 interface Rule {
@@ -166,7 +166,7 @@ export function RecordDetail({ tag, id, onClose }: { tag: string; id: number; on
               ["outcome", outcomeText(r)],
               ...(r.error !== null ? ([["error", r.error]] as [string, ComponentChildren][]) : []),
               ["flags", r.has_response ? flags(r) : "—"],
-              ["elapsed", `${(r.elapsed_us / 1000).toFixed(3)} ms`],
+              ["took", millis(r.elapsed_us / 1000)],
             ]}
           />
           <h3 class="subhead">Execution path</h3>
