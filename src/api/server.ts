@@ -141,6 +141,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     // A path with bad percent-encoding: the API gate still applies; outside /api no file can match it.
     frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
       const api = isApi(req.url);
+      void reply.header("x-content-type-options", "nosniff");
       if (hostGate(req, reply) || (api && gate(req, reply))) return;
       const code = api ? "invalid_path" : "not_found";
       void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
@@ -187,6 +188,8 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   };
 
   fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
+    // Every answer, JSON or text or an error, is exactly the type it says: no browser guesses HTML into it.
+    void reply.header("x-content-type-options", "nosniff");
     if (hostGate(req, reply)) return reply;
     if (isApi(req.url, req.routeOptions.url) && gate(req, reply)) return reply;
   });

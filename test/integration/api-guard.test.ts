@@ -92,6 +92,23 @@ describe("Host check on a loopback listener (127.0.0.1)", () => {
     }
   });
 
+  test("every /api answer carries X-Content-Type-Options: nosniff: JSON, text, errors and refusals alike", async () => {
+    const local = `127.0.0.1:${s.port}`;
+    const answers = {
+      health: await withHost(local, "/api/health"),
+      text: await withHost(local, "/api/healthz"),
+      metrics: await withHost(local, "/api/metrics"),
+      missing: await withHost(local, "/api/no/such/route"),
+      badPath: await withHost(local, "/api/%zz"),
+      badQuery: await withHost(local, "/api/logs?limit=abc"),
+      refused: await withHost("evil.example", "/api/config"),
+    };
+    expect(answers.missing.status).toBe(404);
+    expect(answers.badPath.status).toBe(400);
+    expect(answers.badQuery.status).toBe(400);
+    for (const [what, res] of Object.entries(answers)) expect(res.headers["x-content-type-options"], what).toBe("nosniff");
+  });
+
   const exchange = (request: string): Promise<string> =>
     new Promise<string>((resolve, reject) => {
       const sock = net.connect(s.port, "127.0.0.1", () => sock.write(request));

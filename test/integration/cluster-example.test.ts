@@ -142,14 +142,18 @@ describe.skipIf(missing.length > 0)("examples/cluster", () => {
     await up.close();
   }, 60_000);
 
-  test("queries through dnsdist are answered, and each instance is told the real client (PROXY protocol)", async () => {
-    const names = Array.from({ length: 30 }, (_, i) => `through${i}.example`);
+  test("queries through dnsdist are answered, spread about evenly, and each instance is told the real client (PROXY protocol)", async () => {
+    const accepted = async (m: Member): Promise<number> => metric(m, "server_proxy_header_total", 'protocol="udp",result="accepted"');
+    const before = await Promise.all(members.map(accepted));
+    const names = Array.from({ length: 300 }, (_, i) => `through${i}.example`);
     expect(await unanswered(names)).toEqual([]);
     expect(answerIps(await ask(dnsdist(), "tcp-through.example", "A", { tcp: true }))).toEqual(["192.0.2.1"]);
-    // chashed spreads names over the instances; each took its clients from dnsdist's headers.
-    let accepted = 0;
-    for (const m of members) accepted += await metric(m, "server_proxy_header_total", 'protocol="udp",result="accepted"');
-    expect(accepted).toBeGreaterThanOrEqual(30);
+    // chashed with weight 1000 per server spreads names about evenly; each instance took its clients from dnsdist's headers.
+    const spread = (await Promise.all(members.map(accepted))).map((n, i) => n - (before[i] ?? 0));
+    console.log(`cluster spread of 300 names over a/b/c: ${spread.join(" / ")}`);
+    expect(spread.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(300);
+    // An even split is 100 each; the default weight of 1 gave 77 / 8 / 5 of 90 (a share of 6 %).
+    for (const [i, n] of spread.entries()) expect(n, members[i]).toBeGreaterThanOrEqual(60);
   });
 
   test("a name cached by A is served from Redis by B: the upstream sees one query", async () => {
