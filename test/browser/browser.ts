@@ -36,7 +36,7 @@ export interface TestBrowser {
 const FAILED_LOAD = /^Failed to load resource: (?:the server responded with a status of (\d+)|(net::ERR_\w+))/;
 
 export async function launchBrowser(): Promise<TestBrowser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`the browser tests need Chromium at ${CHROMIUM} (Debian package chromium; .ci/run installs it, or set SLUICE_CHROMIUM)`);
+  if (!existsSync(CHROMIUM)) throw new Error(`the browser tests need Chromium at ${CHROMIUM} (Debian package chromium; npm test installs it, or set SLUICE_CHROMIUM)`);
   mkdirSync(OUTPUT_DIR, { recursive: true });
   const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
   let context: BrowserContext;

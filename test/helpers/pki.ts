@@ -4,6 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { requireTool } from "./tools.js";
 
 export interface Pki {
   dir: string;
@@ -18,13 +19,9 @@ function openssl(dir: string, args: string[]): void {
   execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
 }
 
-/** Fails with a clear message when the openssl CLI is missing (.ci/run installs it). */
+/** Fails with a clear message when the openssl CLI is missing (npm test installs it). */
 export function requireOpenssl(): void {
-  try {
-    execFileSync("openssl", ["version"], { stdio: "ignore" });
-  } catch {
-    throw new Error("the openssl CLI is needed to make test certificates: install it (apt-get install openssl); .ci/run does this");
-  }
+  requireTool("openssl");
 }
 
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];

@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { requireTool } from "./tools.js";
 
 /** The directory of initdb, pg_ctl and postgres (newest version installed), or null. */
 export function postgresBin(): string | null {
@@ -22,11 +23,10 @@ export function postgresBin(): string | null {
   return null;
 }
 
-/** True when the tests can run a server; otherwise warns with the Debian package to install. */
-export function havePostgres(): boolean {
-  if (postgresBin() !== null) return true;
-  console.warn("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin): install postgresql (apt-get install postgresql) to run these tests");
-  return false;
+/** Fails, naming the Debian package, when the tests cannot run a server (npm test installs it). */
+export function requirePostgres(): void {
+  requireTool("initdb");
+  if (postgresBin() === null) throw new Error("initdb is there, but not pg_ctl and postgres beside it: is the Debian package postgresql installed whole?");
 }
 
 function owner(): { uid: number; gid: number } | null {

@@ -6,14 +6,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { requireTool } from "./tools.js";
 
-/** Throws with the package to install when redis-server is missing (.ci/run installs it). */
+/** Throws with the package to install when redis-server is missing (npm test installs it). */
 export function requireRedis(): void {
-  try {
-    execFileSync("redis-server", ["--version"], { stdio: "ignore" });
-  } catch {
-    throw new Error("redis-server is needed for the Redis tests: apt-get install redis-server (.ci/run does this)");
-  }
+  requireTool("redis-server");
 }
 
 /** A port that was free a moment ago (redis-server cannot be told to pick one itself). */

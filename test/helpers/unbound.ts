@@ -7,14 +7,14 @@ import { writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { buildQuery, udpExchange } from "./dns.js";
+import { requireTool } from "./tools.js";
 
 export const UNBOUND = "/usr/sbin/unbound";
 
-/** Fails with a clear message when unbound is missing (.ci/run installs it). */
+/** Fails with a clear message when unbound is missing (npm test installs it). */
 export function requireUnbound(): void {
-  if (spawnSync(UNBOUND, ["-V"], { stdio: "ignore" }).status !== 0) {
-    throw new Error("unbound is needed as a real DoT/DoH upstream: install it (apt-get install unbound); .ci/run does this");
-  }
+  requireTool("unbound");
+  if (spawnSync(UNBOUND, ["-V"], { stdio: "ignore" }).status !== 0) throw new Error(`${UNBOUND} -V failed: is the Debian package unbound installed whole?`);
 }
 
 /** A port free for both TCP and UDP on 127.0.0.1 right now. */

@@ -21,7 +21,7 @@ function requireTool(cmd: string, pkg: string): void {
   try {
     execFileSync(cmd, [cmd === "kdig" ? "-V" : "-v"], { stdio: "ignore" });
   } catch {
-    throw new Error(`${cmd} is needed for the DoH interop checks: apt-get install ${pkg} (.ci/run does this)`);
+    throw new Error(`${cmd} is needed for the DoH interop checks: apt-get install ${pkg} (npm test installs it)`);
   }
 }
 

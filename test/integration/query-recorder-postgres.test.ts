@@ -11,7 +11,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ask as askDns, rcodeOf } from "../helpers/dns.js";
-import { havePostgres, PostgresServer } from "../helpers/postgres.js";
+import { PostgresServer, requirePostgres } from "../helpers/postgres.js";
 import { RedisServer } from "../helpers/redis.js";
 import { openSse, type SseFrame } from "../helpers/sse.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -49,9 +49,9 @@ const seen = (s: RunningSluice, n: number, query = ""): Promise<RecordJson[]> =>
     return page.records.length >= n ? page.records : undefined;
   }, 20_000);
 
-const enabled = havePostgres();
+requirePostgres();
 
-describe.skipIf(!enabled)("PostgreSQL query store", () => {
+describe("PostgreSQL query store", () => {
   beforeAll(async () => {
     server = await PostgresServer.start();
     redis = await RedisServer.start();
