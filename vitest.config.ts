@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowestFilesReporter from "./test/slowest-reporter.js";
 
 export default defineConfig({
   test: {
@@ -12,6 +13,6 @@ export default defineConfig({
     // Tests marked concurrent (the model tests' paths, each its own child process) run two at a time
     // (more only adds CPU contention on a 2-core machine, which the timing checks elsewhere feel).
     maxConcurrency: 2,
-    reporters: ["default"],
+    reporters: ["default", new SlowestFilesReporter()],
   },
 });
