@@ -16,6 +16,8 @@ export interface RequestSpec {
   path: string;
   headers?: OutgoingHttpHeaders;
   body?: Buffer;
+  /** Local address to connect from (HTTP/1.1 only), e.g. another loopback address. */
+  localAddress?: string;
 }
 
 /** base64url without padding, as RFC 8484 GET wants. */
@@ -72,7 +74,7 @@ export async function h2Once(origin: string, spec: RequestSpec, ca?: Buffer): Pr
 export function h1Request(origin: string, spec: RequestSpec, ca?: Buffer, timeoutMs = 5000): Promise<HttpReply & { httpVersion: string }> {
   return new Promise((resolve, reject) => {
     const url = new URL(spec.path, origin);
-    const options = { method: spec.method ?? "GET", headers: spec.headers, ca, agent: false as const, timeout: timeoutMs, ALPNProtocols: ["http/1.1"] };
+    const options = { method: spec.method ?? "GET", headers: spec.headers, ca, agent: false as const, timeout: timeoutMs, ALPNProtocols: ["http/1.1"], localAddress: spec.localAddress };
     const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));

@@ -83,6 +83,11 @@ export class RawTcp {
     return result;
   }
 
+  /** shutdown(SHUT_WR): no more queries (over TLS a close_notify first); answers can still arrive. */
+  halfClose(): void {
+    this.sock.end();
+  }
+
   destroy(): void {
     this.sock.destroy();
   }

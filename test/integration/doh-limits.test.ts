@@ -2,7 +2,8 @@
 // completes, slow HTTP/1.1 headers and bodies and a slow HTTP/2 body are cut off by
 // request_timeout; max_conns evicts the connection idle longest and refuses only when every
 // connection is busy; idle_timeout closes idle connections; a client that does not read its
-// answers loses its connection after idle_timeout. DNS keeps being answered throughout.
+// answers loses its connection after idle_timeout; unfinished HTTP/2 bodies hold a bounded number of
+// bytes per connection. DNS keeps being answered throughout.
 import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -118,6 +119,27 @@ describe("request_timeout", () => {
     expect(reset).toBe(http2.constants.NGHTTP2_CANCEL);
     expect(Date.now() - started).toBeLessThan(2000);
     const reply = await h2Request(session, get("after.example"));
+    expect(reply.status).toBe(200);
+    session.close();
+  });
+});
+
+describe("unfinished bodies", () => {
+  test("HTTP/2 bodies left unfinished hold at most 256 KiB per connection: the stream passing it is reset", async () => {
+    const session = await h2Connect(`http://127.0.0.2:${plainPort}`);
+    const codes = await Promise.all(
+      Array.from({ length: 8 }, () => {
+        const stream = session.request({ ":method": "POST", ":path": "/dns-query", "content-type": "application/dns-message" });
+        stream.on("error", () => undefined);
+        stream.write(Buffer.alloc(60_000, 1));
+        return new Promise<number>((resolve) => stream.once("close", () => resolve(stream.rstCode ?? -1)));
+      }),
+    );
+    const calm = codes.filter((c) => c === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM).length;
+    // Four bodies of 60 000 bytes fit; the others are reset as they pass the bound, the rest at request_timeout.
+    expect(calm, codes.join(",")).toBeGreaterThanOrEqual(3);
+    expect(codes.filter((c) => c === http2.constants.NGHTTP2_CANCEL).length + calm).toBe(8);
+    const reply = await h2Request(session, get("after-bodies.example"));
     expect(reply.status).toBe(200);
     session.close();
   });

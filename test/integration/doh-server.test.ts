@@ -1,8 +1,9 @@
 // DNS over HTTPS (http_server), over real sockets with certificates made here: dig +https and
 // +https-get, kdig +https and +https-get (the stricter parser), Node's HTTP/2 and HTTP/1.1 clients
 // over TLS, cleartext HTTP/1.1 and h2c on one port, every error status, two paths to two
-// executors, the query's ID and cache-control in the answer, src_ip_header feeding client_ip, and
-// an open HTTP/2 connection kept across a reload.
+// executors, the query's ID and cache-control in the answer, src_ip_header feeding client_ip (believed
+// from trusted proxies only; the right-most entry that is not one), and an open HTTP/2 connection
+// kept across a reload.
 import { execFile, execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -50,6 +51,7 @@ plugins:
     args:
       - { matches: "client_ip 192.0.2.9 2001:db8::9", exec: black_hole 10.0.0.9 short_circuit }
       - { matches: "client_ip 127.0.0.1", exec: black_hole 10.0.0.127 short_circuit }
+      - { matches: "client_ip 127.0.0.5", exec: black_hole 10.0.0.5 short_circuit }
       - exec: black_hole 10.0.0.1
   - tag: doh
     type: http_server
@@ -66,6 +68,13 @@ plugins:
     args:
       listen: "127.0.0.2:0"
       src_ip_header: X-Forwarded-For
+      entries: [{ path: /dns-query, exec: by_client }]
+  - tag: proxied
+    type: http_server
+    args:
+      listen: "127.0.0.3:0"
+      src_ip_header: X-Forwarded-For
+      trusted_proxies: ["127.0.0.1", "10.0.0.0/8"]
       entries: [{ path: /dns-query, exec: by_client }]
 `;
 
@@ -155,25 +164,55 @@ describe("routing", () => {
     expect(answerIps(dnsOf(await h2Once(tlsOrigin, get(q, "/other"), pki.ca)))).toEqual(["198.51.100.7"]);
   });
 
-  test("src_ip_header: client_ip sees the header's first entry (ip, ip:port, [v6]:port), else the socket address", async () => {
+  test("src_ip_header: from a trusted proxy (loopback by default), client_ip sees the right-most entry that is not a trusted proxy", async () => {
     const ask = async (forwarded?: string): Promise<string[]> => {
       const spec = { ...post(buildQuery("who.example", "A")), headers: { "content-type": "application/dns-message", ...(forwarded ? { "x-forwarded-for": forwarded } : {}) } };
       return answerIps(dnsOf(await h1Request(plainOrigin, spec)));
     };
-    // The test connects from 127.0.0.1.
+    // The test connects from 127.0.0.1, a trusted proxy by default.
     expect(await ask()).toEqual(["10.0.0.127"]);
     expect(await ask("192.0.2.9")).toEqual(["10.0.0.9"]);
-    expect(await ask("192.0.2.9:5353, 10.1.1.1")).toEqual(["10.0.0.9"]);
     expect(await ask("[2001:db8::9]:443")).toEqual(["10.0.0.9"]);
-    expect(await ask("10.1.1.1, 192.0.2.9")).toEqual(["10.0.0.1"]);
+    // The proxy appends the peer it saw: what a client wrote to the left of it does not count.
+    expect(await ask("10.1.1.1, 192.0.2.9")).toEqual(["10.0.0.9"]);
+    expect(await ask("192.0.2.9:5353, 10.1.1.1")).toEqual(["10.0.0.1"]);
+    // Trusted hops (loopback here) are skipped.
+    expect(await ask("192.0.2.9:5353, 127.0.0.5")).toEqual(["10.0.0.9"]);
     // Not an address: the socket's address is used.
     expect(await ask("unknown")).toEqual(["10.0.0.127"]);
+    expect(await ask("192.0.2.9, unknown")).toEqual(["10.0.0.127"]);
     // Over TLS without src_ip_header, the header is ignored and the socket's address counts.
     const overTls = await h2Once(tlsOrigin, { ...post(buildQuery("who.example", "A"), "/who"), headers: { "content-type": "application/dns-message", "x-forwarded-for": "192.0.2.9" } }, pki.ca);
     expect(answerIps(dnsOf(overTls))).toEqual(["10.0.0.127"]);
     // The same over h2c.
-    const h2c = await h2Once(plainOrigin, { ...post(buildQuery("who.example", "A")), headers: { "content-type": "application/dns-message", "x-forwarded-for": "192.0.2.9" } });
+    const h2c = await h2Once(plainOrigin, { ...post(buildQuery("who.example", "A")), headers: { "content-type": "application/dns-message", "x-forwarded-for": "10.1.1.1, 192.0.2.9" } });
     expect(answerIps(dnsOf(h2c))).toEqual(["10.0.0.9"]);
+  });
+
+  test("src_ip_header from a peer not in trusted_proxies is ignored: client_ip sees the real peer", async () => {
+    const origin = `http://127.0.0.3:${s.port("proxied")}`;
+    const ask = async (from: string, forwarded: string): Promise<string[]> => {
+      const spec = { ...post(buildQuery("who.example", "A")), localAddress: from, headers: { "content-type": "application/dns-message", "x-forwarded-for": forwarded } };
+      return answerIps(dnsOf(await h1Request(origin, spec)));
+    };
+    // 127.0.0.5 is not in trusted_proxies: its header is its own word.
+    expect(await ask("127.0.0.5", "192.0.2.9")).toEqual(["10.0.0.5"]);
+    // 127.0.0.1 is: the right-most entry that is not a trusted proxy (10.0.0.0/8 is one) wins.
+    expect(await ask("127.0.0.1", "192.0.2.9")).toEqual(["10.0.0.9"]);
+    expect(await ask("127.0.0.1", "127.0.0.5, 192.0.2.9, 10.2.3.4")).toEqual(["10.0.0.9"]);
+    // Loopback is not trusted here unless listed: 127.0.0.5 in the chain is the client.
+    expect(await ask("127.0.0.1", "192.0.2.9, 127.0.0.5")).toEqual(["10.0.0.5"]);
+  });
+
+  test("trusted_proxies is checked: CIDRs only, and only with src_ip_header", async () => {
+    const bad = (args: string): Promise<RunningSluice> =>
+      startSluice(`
+plugins:
+  - { tag: main, type: sequence, args: [{ exec: reject 3 }] }
+  - { tag: d, type: http_server, args: { listen: "127.0.0.1:0", ${args}, entries: [{ path: /dns-query, exec: main }] } }
+`);
+    await expect(bad(`src_ip_header: X-Forwarded-For, trusted_proxies: ["10.0.0.0/33"]`)).rejects.toThrow(/bad prefix length/);
+    await expect(bad(`trusted_proxies: ["10.0.0.0/8"]`)).rejects.toThrow(/set src_ip_header too/);
   });
 });
 

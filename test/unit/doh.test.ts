@@ -1,10 +1,10 @@
 // The DoH request details that must be exact: the `dns` parameter is validated before decoding
-// (Buffer.from skips characters it does not know), forwarding headers name the client only in the
-// forms listed, and the cache lifetime is the smallest TTL, an SOA's MINIMUM included.
+// (Buffer.from skips characters it does not know), forwarding header entries name the client only
+// in the forms listed, and the cache lifetime is the smallest TTL, an SOA's MINIMUM included.
 import { expect, test } from "vitest";
 import { encodeMessage } from "../../src/dns/message.js";
 import { freshnessTtl } from "../../src/dns/view.js";
-import { decodeDnsParam, parseClientHeader } from "../../src/plugins/servers/doh.js";
+import { decodeDnsParam, parseClientEntry } from "../../src/plugins/servers/doh.js";
 import { buildQuery } from "../helpers/dns.js";
 
 test("the dns parameter is base64url without padding; anything else is refused, not skipped", () => {
@@ -17,14 +17,14 @@ test("the dns parameter is base64url without padding; anything else is refused, 
   expect(decodeDnsParam("A".repeat(87_384))).toBeNull();
 });
 
-test("a forwarding header names the client by its first entry: ip, ip:port, [v6] or [v6]:port", () => {
-  expect(parseClientHeader("192.0.2.9")).toEqual({ ip: "192.0.2.9", port: null });
-  expect(parseClientHeader(" 192.0.2.9:5353 , 10.0.0.1")).toEqual({ ip: "192.0.2.9", port: 5353 });
-  expect(parseClientHeader("2001:db8::9")).toEqual({ ip: "2001:db8::9", port: null });
-  expect(parseClientHeader("[2001:db8::9]:443")).toEqual({ ip: "2001:db8::9", port: 443 });
-  expect(parseClientHeader("[2001:db8::9]")).toEqual({ ip: "2001:db8::9", port: null });
+test("an entry of a forwarding header names the client as ip, ip:port, [v6] or [v6]:port", () => {
+  expect(parseClientEntry("192.0.2.9")).toEqual({ ip: "192.0.2.9", port: null });
+  expect(parseClientEntry(" 192.0.2.9:5353 ")).toEqual({ ip: "192.0.2.9", port: 5353 });
+  expect(parseClientEntry("2001:db8::9")).toEqual({ ip: "2001:db8::9", port: null });
+  expect(parseClientEntry("[2001:db8::9]:443")).toEqual({ ip: "2001:db8::9", port: 443 });
+  expect(parseClientEntry("[2001:db8::9]")).toEqual({ ip: "2001:db8::9", port: null });
   for (const bad of ["", "unknown", "192.0.2.9:99999", "[192.0.2.9]:1", "[2001:db8::9", "[2001:db8::9]x", "host.example:80", "192.0.2.300"]) {
-    expect(parseClientHeader(bad), bad).toBeNull();
+    expect(parseClientEntry(bad), bad).toBeNull();
   }
 });
 

@@ -8,6 +8,7 @@ import { isIPv4, isIPv6 } from "node:net";
 import { freshnessTtl } from "../../dns/view.js";
 import { isPromise } from "../../engine/types.js";
 import { sendError, type DohExchange } from "./doh-exchange.js";
+import type { IpPrefixSet } from "../../engine/rules/ip.js";
 import type { Answer, QueryHandler } from "./handle.js";
 
 /** Largest POST body (RFC 8484: a DNS message is at most 65 535 bytes). */
@@ -51,29 +52,53 @@ export interface ClientAddress {
   port: number | null;
 }
 
-/**
- * The client named by a forwarding header (`X-Forwarded-For`, `X-Real-IP`, ...): its first entry,
- * as `ip`, `ip:port`, `[v6]` or `[v6]:port`; null when it is none of those.
- */
-export function parseClientHeader(value: string): ClientAddress | null {
-  const comma = value.indexOf(",");
-  const first = (comma < 0 ? value : value.slice(0, comma)).trim();
+/** One entry of a forwarding header: `ip`, `ip:port`, `[v6]` or `[v6]:port`; null when it is none of those. */
+export function parseClientEntry(value: string): ClientAddress | null {
+  const entry = value.trim();
   const port = (text: string): number | null => (/^\d{1,5}$/.test(text) && Number(text) <= 65535 ? Number(text) : null);
-  if (first.startsWith("[")) {
-    const close = first.indexOf("]");
-    const ip = first.slice(1, close);
+  if (entry.startsWith("[")) {
+    const close = entry.indexOf("]");
+    const ip = entry.slice(1, close);
     if (close < 0 || !isIPv6(ip)) return null;
-    const rest = first.slice(close + 1);
+    const rest = entry.slice(close + 1);
     if (rest === "") return { ip, port: null };
     const p = rest.startsWith(":") ? port(rest.slice(1)) : null;
     return p === null ? null : { ip, port: p };
   }
-  if (isIPv4(first) || isIPv6(first)) return { ip: first, port: null };
-  const colon = first.lastIndexOf(":");
+  if (isIPv4(entry) || isIPv6(entry)) return { ip: entry, port: null };
+  const colon = entry.lastIndexOf(":");
   if (colon < 0) return null;
-  const ip = first.slice(0, colon);
-  const p = port(first.slice(colon + 1));
+  const ip = entry.slice(0, colon);
+  const p = port(entry.slice(colon + 1));
   return p !== null && isIPv4(ip) ? { ip, port: p } : null;
+}
+
+/** Entries of a forwarding header looked at, from the right, before it is given up. */
+const MAX_FORWARD_HOPS = 32;
+
+/**
+ * The client named by a forwarding header (`X-Forwarded-For`, `X-Real-IP`, ...) that a trusted
+ * proxy sent. Each proxy appends the peer it saw, so the entries are read from the right: the first
+ * that is not itself a trusted proxy is the client (anything left of it was written by that client
+ * and proves nothing); when every entry is a trusted proxy, the left-most. Null (the peer is the
+ * client) when an entry reached is not an address, or after MAX_FORWARD_HOPS trusted entries.
+ */
+export function clientFromHeader(value: string, trusted: IpPrefixSet): ClientAddress | null {
+  let end = value.length;
+  for (let hop = 0; hop < MAX_FORWARD_HOPS; hop++) {
+    const comma = value.lastIndexOf(",", end - 1);
+    const entry = parseClientEntry(value.slice(comma + 1, end));
+    if (entry === null) return null;
+    if (comma < 0 || !trusted.containsText(entry.ip)) return entry;
+    end = comma;
+  }
+  return null;
+}
+
+/** Who may name the client in a request header: `header` (lower-case) from peers in `trusted`. */
+export interface ClientHeaderPolicy {
+  header: string;
+  trusted: IpPrefixSet;
 }
 
 function mediaType(value: string | undefined): string {
@@ -89,10 +114,10 @@ function sendAnswer(ex: DohExchange, wire: Answer): void {
 }
 
 export class DohService {
-  /** `srcIpHeader`: lower-case header naming the client (a trusted reverse proxy sets it), or null. */
+  /** `clientHeader`: the header naming the client and the proxies believed when they send it, or null. */
   constructor(
     private readonly routes: ReadonlyMap<string, QueryHandler>,
-    private readonly srcIpHeader: string | null,
+    private readonly clientHeader: ClientHeaderPolicy | null,
   ) {}
 
   /** Answers one request; never throws. */
@@ -144,9 +169,11 @@ export class DohService {
   private answer(ex: DohExchange, handler: QueryHandler, raw: Buffer): void {
     let ip = ex.remoteAddress;
     let port = ex.remotePort;
-    if (this.srcIpHeader !== null) {
-      const value = ex.header(this.srcIpHeader);
-      const client = value === undefined ? null : parseClientHeader(value);
+    const policy = this.clientHeader;
+    // From any other peer the header is the client's own word: ignored.
+    if (policy !== null && policy.trusted.containsText(ip)) {
+      const value = ex.header(policy.header);
+      const client = value === undefined ? null : clientFromHeader(value, policy.trusted);
       if (client !== null) {
         ip = client.ip;
         if (client.port !== null) port = client.port;

@@ -4,32 +4,21 @@
 // are accepted, counted and bounded here: max_conns (the connection idle longest evicted first),
 // idle_timeout, request_timeout (TLS handshake and protocol detection, HTTP/1.1 headers and
 // request, HTTP/2 request bodies), at most MAX_INFLIGHT requests per connection, and requests
-// that never finish (a client that does not read its answers).
+// that never finish (a client that does not read its answers). A request holds its connection busy
+// only once its body is complete (http-conn.ts).
 
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
 import tls from "node:tls";
-import type { Cell, MetricsHub } from "../../observability/metrics.js";
+import type { Cell } from "../../observability/metrics.js";
+import { CONN, detachedStats, finished, hasBody, HttpConn, ignore, stopWaiting, trackStream, type HttpLimits, type HttpStats, type Tagged } from "./http-conn.js";
 import { H1Exchange, H2Exchange, sendError, type DohExchange } from "./doh-exchange.js";
 import { Listener } from "./listener.js";
 import { readStreamHeader, type ProxyPolicy } from "./proxy-protocol.js";
 import { MAX_INFLIGHT } from "./stream-conns.js";
 
-export interface HttpLimits {
-  maxConns: number;
-  idleMs: number;
-  requestMs: number;
-}
-
-export interface HttpStats {
-  open: Cell;
-  evicted: Cell;
-  refused: Cell;
-  closedIdle: Cell;
-  closedRequest: Cell;
-  closedStalled: Cell;
-}
+export type { HttpLimits, HttpStats } from "./http-conn.js";
 
 export type HttpHandler = (exchange: DohExchange) => void;
 
@@ -40,54 +29,8 @@ const H2_SESSION_MEMORY_MB = 1;
 const H2_ALPN = ["h2", "http/1.1"];
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
-export function httpStats(metrics: MetricsHub, tag: string): HttpStats {
-  const labels = { plugin_tag: tag };
-  const names = ["plugin_tag"] as const;
-  const closed = metrics.counter("server_http_conn_closed_total", "DoH connections (or HTTP/2 streams, reason request) closed by a limit: idle, request (request_timeout) or stalled (requests unfinished for idle_timeout)", ["plugin_tag", "reason"]);
-  return {
-    open: metrics.gauge("server_http_connections", "Open DoH connections", names)(labels),
-    evicted: metrics.counter("server_http_conn_evicted_total", "Idle DoH connections closed to admit a new one at max_conns", names)(labels),
-    refused: metrics.counter("server_http_conn_refused_total", "DoH connections refused at max_conns because none was idle", names)(labels),
-    closedIdle: closed({ ...labels, reason: "idle" }),
-    closedRequest: closed({ ...labels, reason: "request" }),
-    closedStalled: closed({ ...labels, reason: "stalled" }),
-  };
-}
-
-function detachedStats(): HttpStats {
-  return { open: { value: 0 }, evicted: { value: 0 }, refused: { value: 0 }, closedIdle: { value: 0 }, closedRequest: { value: 0 }, closedStalled: { value: 0 } };
-}
-
-class HttpConn {
-  /** Requests accepted and not yet finished (response sent, or the request abandoned). */
-  active = 0;
-  /** When the last request finished, or the connection opened. */
-  lastDone: number;
-  /** Handed to Node's http or http2 server (TLS handshake and protocol detection done). */
-  ready = false;
-  session: http2.ServerHttp2Session | null = null;
-  /** HTTP/2 streams whose request body is being read, with when it started. */
-  readonly bodies = new Map<http2.ServerHttp2Stream, number>();
-  pausedByUs = false;
-  /** An idle HTTP/2 session sent GOAWAY and is closing; the next sweep ends it if it has not. */
-  closing = false;
-  closed = false;
-
-  constructor(
-    readonly raw: net.Socket,
-    readonly opened: number,
-    /** The peer, or the client a PROXY header named. */
-    public remoteAddress: string,
-    public remotePort: number,
-  ) {
-    this.lastDone = opened;
-  }
-}
-
-const CONN = Symbol("doh-conn");
 /** Node's handshake flag on a TLSSocket (not in the typings). */
 type TlsHandshake = tls.TLSSocket & { secureConnecting: boolean };
-type Tagged<T> = T & { [CONN]?: HttpConn };
 
 export class HttpListener extends Listener<HttpHandler> {
   /** Set by the owner that starts last: new connections speak TLS with it; null for cleartext. */
@@ -243,12 +186,23 @@ export class HttpListener extends Listener<HttpHandler> {
     const socket = req.socket as Tagged<net.Socket>;
     const conn = socket[CONN];
     if (!conn) return void res.destroy();
-    conn.active++;
-    if (conn.active >= MAX_INFLIGHT && !conn.pausedByUs) {
-      conn.pausedByUs = true;
-      socket.pause();
-    }
+    // Busy only once the body is complete: a body that never ends does not hold the slot.
+    let counted = false;
+    let over = false;
+    const count = (): void => {
+      if (counted || over) return;
+      counted = true;
+      conn.active++;
+      if (conn.active >= MAX_INFLIGHT && !conn.pausedByUs) {
+        conn.pausedByUs = true;
+        socket.pause();
+      }
+    };
+    if (hasBody(req.headers)) req.once("end", count);
+    else count();
     res.once("close", () => {
+      over = true;
+      if (!counted) return;
       finished(conn);
       if (conn.pausedByUs && conn.active < MAX_INFLIGHT) {
         conn.pausedByUs = false;
@@ -261,15 +215,7 @@ export class HttpListener extends Listener<HttpHandler> {
   private onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     const conn = (stream.session as Tagged<http2.ServerHttp2Session> | undefined)?.[CONN];
     if (!conn) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-    conn.active++;
-    (stream as Tagged<http2.ServerHttp2Stream>)[CONN] = conn;
-    // Shared listeners, not closures: this runs for every request.
-    stream.on("error", ignore);
-    stream.on("close", streamClosed);
-    if (!stream.endAfterHeaders) {
-      conn.bodies.set(stream, Date.now());
-      stream.on("end", bodyRead);
-    }
+    trackStream(conn, stream);
     this.dispatch(new H2Exchange(stream, headers, conn.remoteAddress, conn.remotePort));
   }
 
@@ -323,7 +269,7 @@ export class HttpListener extends Listener<HttpHandler> {
       }
       for (const [stream, started] of c.bodies) {
         if (now - started < requestMs) continue;
-        c.bodies.delete(stream);
+        stopWaiting(c, stream);
         this.stats.closedRequest.value++;
         stream.close(http2.constants.NGHTTP2_CANCEL);
       }
@@ -355,24 +301,4 @@ export class HttpListener extends Listener<HttpHandler> {
       for (const c of [...this.conns]) this.drop(c, null);
     });
   }
-}
-
-function finished(conn: HttpConn): void {
-  conn.active--;
-  conn.lastDone = Date.now();
-}
-
-function streamClosed(this: Tagged<http2.ServerHttp2Stream>): void {
-  const conn = this[CONN];
-  if (!conn) return;
-  if (!this.endAfterHeaders) conn.bodies.delete(this);
-  finished(conn);
-}
-
-function bodyRead(this: Tagged<http2.ServerHttp2Stream>): void {
-  this[CONN]?.bodies.delete(this);
-}
-
-function ignore(): void {
-  /* stream errors (a reset by the client) end the stream; its 'close' does the accounting */
 }

@@ -2,15 +2,18 @@
 // `cert` and `key`: HTTP/2 (ALPN h2) and HTTP/1.1 over TLS; without: cleartext HTTP/1.1 and h2c
 // with prior knowledge on the same port, for a reverse proxy in front. Its own listener, owned by
 // the plugin (not a route of the management API: different auth, lifecycle and hooks). With
-// `proxy_protocol` a connection from a trusted balancer may open with a PROXY v2 header.
+// `proxy_protocol` a connection from a trusted balancer may open with a PROXY v2 header. With
+// `src_ip_header` the client is read from that header, but only from peers in `trusted_proxies`
+// (default: loopback, the reverse proxy on the same host).
 
 import { listenProblem, parseListen } from "../../config/listen.js";
 import { durationSchema, parseDuration } from "../../engine/duration.js";
 import { definePlugin, type ArgProblem, type DependencySpec } from "../../registry/types.js";
-import { DohService } from "./doh.js";
+import { IpPrefixSetBuilder } from "../../engine/rules/ip.js";
+import { DohService, type ClientHeaderPolicy } from "./doh.js";
 import { openFileLimit } from "./fd-limit.js";
 import { QueryHandler, serverStats } from "./handle.js";
-import { httpStats } from "./http-listener.js";
+import { httpStats } from "./http-conn.js";
 import { checkProxyArgs, proxyArgSchema, ProxyPolicy, proxyStats, type ProxyArgs } from "./proxy-protocol.js";
 import { DRAIN_TIMEOUT_MS } from "./server-common.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
@@ -19,11 +22,15 @@ interface HttpServerArgs extends TlsArgs {
   listen: string;
   entries: { path: string; exec: string }[];
   src_ip_header?: string;
+  trusted_proxies?: string[];
   proxy_protocol?: ProxyArgs;
   idle_timeout: number | string;
   request_timeout: number | string;
   max_conns: number;
 }
+
+/** Peers believed about the client when `trusted_proxies` is not given: a reverse proxy on this host. */
+export const DEFAULT_TRUSTED_PROXIES = ["127.0.0.0/8", "::1"];
 
 /** File descriptors left for everything but DNS connections (API, upstreams, files). */
 const FD_RESERVE = 256;
@@ -52,9 +59,26 @@ function checkArgs(args: HttpServerArgs): ArgProblem[] {
   if (args.src_ip_header !== undefined && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(args.src_ip_header)) {
     problems.push({ path: ["src_ip_header"], message: `'${args.src_ip_header}' is not an HTTP header name` });
   }
+  if (args.trusted_proxies !== undefined && args.src_ip_header === undefined) {
+    problems.push({ path: ["trusted_proxies"], message: "trusted_proxies says who may set src_ip_header: set src_ip_header too" });
+  }
+  args.trusted_proxies?.forEach((rule, i) => {
+    try {
+      new IpPrefixSetBuilder().add(rule);
+    } catch (err) {
+      problems.push({ path: ["trusted_proxies", i], message: (err as Error).message });
+    }
+  });
   positiveDuration(args, "idle_timeout", problems);
   positiveDuration(args, "request_timeout", problems);
   return problems;
+}
+
+function clientHeaderPolicy(args: HttpServerArgs): ClientHeaderPolicy | null {
+  if (args.src_ip_header === undefined) return null;
+  const trusted = new IpPrefixSetBuilder();
+  for (const rule of args.trusted_proxies ?? DEFAULT_TRUSTED_PROXIES) trusted.add(rule);
+  return { header: args.src_ip_header.toLowerCase(), trusted: trusted.build() };
 }
 
 export const httpServer = definePlugin<HttpServerArgs, "server">({
@@ -80,6 +104,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
       },
       ...tlsArgProperties,
       src_ip_header: { type: "string", minLength: 1 },
+      trusted_proxies: { type: "array", minItems: 1, items: { type: "string", minLength: 1 } },
       proxy_protocol: proxyArgSchema,
       idle_timeout: { ...durationSchema, default: "30s" },
       request_timeout: { ...durationSchema, default: "5s" },
@@ -93,7 +118,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
     const routes = new Map<string, QueryHandler>();
     for (const e of args.entries) routes.set(e.path, new QueryHandler(ctx.executor(e.exec.replace(/^\$/, "")), "doh", stats, ctx.log, 0xffff));
     const secure = await loadSecureContext(args, (p) => ctx.resolvePath(p));
-    const service = new DohService(routes, args.src_ip_header?.toLowerCase() ?? null);
+    const service = new DohService(routes, clientHeaderPolicy(args));
     const connStats = httpStats(ctx.services.metrics, ctx.tag);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), requestMs: parseDuration(args.request_timeout) };
     const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, "doh"));

@@ -198,7 +198,8 @@ export class ListenerPool {
     const key = `tcp|${addr.key}`;
     const existing = this.find("tcp", addr);
     if (existing instanceof TcpListener) return this.claim(existing, owner);
-    const server = net.createServer({ pauseOnConnect: false });
+    // Half-open: a client that shuts down its sending side still gets its answers (stream-conns.ts ends the connection).
+    const server = net.createServer({ pauseOnConnect: false, allowHalfOpen: true });
     await listenOn(server, addr);
     const listener = new TcpListener(key, server);
     this.remember("tcp", addr, listener);

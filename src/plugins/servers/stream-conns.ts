@@ -2,68 +2,17 @@
 // longest to admit a new one, an idle timeout counted from the last complete query or answer,
 // a deadline to finish a started frame (and a TLS handshake), at most MAX_INFLIGHT queries per
 // connection, and backpressure on unsent answers. It works on accepted sockets only, never on the
-// server, so a TLS listener hands its (net.Socket-derived) TLSSockets here unchanged.
+// server, so a TLS listener hands its (net.Socket-derived) TLSSockets here unchanged. A client that
+// half-closes (shutdown(SHUT_WR) after its queries) still gets every answer in flight, then the
+// connection ends: the listener's sockets allow half-open connections.
 
 import type net from "node:net";
-import type { Cell, MetricsHub } from "../../observability/metrics.js";
+import type { Cell } from "../../observability/metrics.js";
+import { detachedStats, MAX_INFLIGHT, UNSENT_CLOSE_BYTES, UNSENT_PAUSE_BYTES, type Remote, type StreamHandler, type StreamLimits, type StreamStats } from "./stream-limits.js";
 
-export interface Remote {
-  address: string;
-  port: number;
-}
-
-/**
- * Answers one frame. `oversized`: the frame was longer than `maxFrame`; `query` then holds only
- * its first 12 bytes (the rest was discarded unread). `reply` with an empty buffer sends nothing,
- * and is a no-op once the connection is gone.
- */
-export type StreamHandler = (query: Buffer, remote: Remote, reply: (answer: Buffer) => void, oversized: boolean) => void;
-
-export interface StreamLimits {
-  maxConns: number;
-  idleMs: number;
-  frameMs: number;
-  /** Longest frame read whole; longer ones keep their header and the rest is skipped. */
-  maxFrame: number;
-}
-
-export interface StreamStats {
-  open: Cell;
-  evicted: Cell;
-  refused: Cell;
-  closedIdle: Cell;
-  closedFrame: Cell;
-  closedUnsent: Cell;
-  paused: Cell;
-}
-
-/** Queries of one connection being answered at once; past it the connection is not read. */
-export const MAX_INFLIGHT = 128;
-/** Unsent answer bytes above which a connection is not read until they drain. */
-export const UNSENT_PAUSE_BYTES = 64 * 1024;
-/** Unsent answer bytes above which a connection is closed at once (answers still in flight). */
-export const UNSENT_CLOSE_BYTES = 1024 * 1024;
+export { MAX_INFLIGHT, UNSENT_CLOSE_BYTES, UNSENT_PAUSE_BYTES, type Remote, type StreamHandler, type StreamLimits } from "./stream-limits.js";
 
 const EMPTY = Buffer.alloc(0);
-
-export function streamStats(metrics: MetricsHub, tag: string): StreamStats {
-  const labels = { plugin_tag: tag };
-  const names = ["plugin_tag"] as const;
-  const closed = metrics.counter("server_tcp_conn_closed_total", "Connections closed by a limit: idle, frame (frame_timeout) or unsent (answers not read)", ["plugin_tag", "reason"]);
-  return {
-    open: metrics.gauge("server_tcp_connections", "Open DNS connections", names)(labels),
-    evicted: metrics.counter("server_tcp_conn_evicted_total", "Idle connections closed to admit a new one at max_conns", names)(labels),
-    refused: metrics.counter("server_tcp_conn_refused_total", "Connections refused at max_conns because none was idle", names)(labels),
-    closedIdle: closed({ ...labels, reason: "idle" }),
-    closedFrame: closed({ ...labels, reason: "frame" }),
-    closedUnsent: closed({ ...labels, reason: "unsent" }),
-    paused: metrics.counter("server_tcp_backpressure_total", "Times a connection stopped being read because its unsent answers passed the bound", names)(labels),
-  };
-}
-
-function detachedStats(): StreamStats {
-  return { open: { value: 0 }, evicted: { value: 0 }, refused: { value: 0 }, closedIdle: { value: 0 }, closedFrame: { value: 0 }, closedUnsent: { value: 0 }, paused: { value: 0 } };
-}
 
 class Conn {
   /** Neighbours in the table's list, least recently active first. */
@@ -78,6 +27,8 @@ class Conn {
   unsentSince = -1;
   inflight = 0;
   closed = false;
+  /** The client half-closed: no more queries; the connection ends once its answers are written. */
+  private readEnded = false;
   /** Received bytes not yet framed (complete frames are held here only while reading is paused). */
   private pending: Buffer = EMPTY;
   /** Bytes of an oversized frame still to discard. */
@@ -128,8 +79,42 @@ class Conn {
     this.pump();
   }
 
+  /** The client sent FIN: a partial frame can never complete; end once the answers are out. */
+  onEnd(): void {
+    if (this.closed) return;
+    this.readEnded = true;
+    if (!this.hasFrame()) {
+      this.pending = EMPTY;
+      this.skip = 0;
+      this.frameStarted = -1;
+    }
+    this.finishIfDone();
+  }
+
+  /** After a half-close: every complete frame answered, so our side ends too (after the writes). */
+  private finishIfDone(): void {
+    if (!this.readEnded || this.closed || this.pumping || this.inflight > 0 || this.hasFrame()) return;
+    this.pending = EMPTY;
+    this.skip = 0;
+    this.frameStarted = -1;
+    this.socket.end();
+  }
+
+  /** A whole frame (or an oversized frame's header) waits in `pending`. */
+  private hasFrame(): boolean {
+    const p = this.pending;
+    if (p.length < 2) return false;
+    const len = (p[0] << 8) | p[1];
+    return len > this.table.limits.maxFrame ? p.length >= 14 : p.length >= len + 2;
+  }
+
   /** Answers every complete frame it may, then reads on or pauses. */
   private pump(): void {
+    this.pumpFrames();
+    this.finishIfDone();
+  }
+
+  private pumpFrames(): void {
     if (this.pumping || this.closed) return;
     this.pumping = true;
     const socket = this.socket;
@@ -181,7 +166,7 @@ class Conn {
       this.frameStarted = -1;
       return;
     }
-    if (this.skip > 0 || this.pending.length > 0) {
+    if (!this.readEnded && (this.skip > 0 || this.pending.length > 0)) {
       if (framed || this.frameStarted < 0) this.frameStarted = now;
       // Keep only the partial frame, not the whole chunk it was cut from.
       if (this.pending.length > 0) this.pending = Buffer.from(this.pending);
@@ -237,11 +222,12 @@ class Conn {
       if (this.stalled) {
         socket.pause();
         this.frameStarted = -1;
-        return;
+        return this.finishIfDone();
       }
     }
     // A connection paused at MAX_INFLIGHT reads on once one of its answers is out.
     if (!this.pumping && !this.stalled && socket.isPaused()) this.pump();
+    else this.finishIfDone();
   }
 
   close(reason: Cell | null): void {
@@ -320,6 +306,7 @@ export class StreamConnections {
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => conn.onData(chunk));
     socket.on("drain", () => conn.onDrain());
+    socket.on("end", () => conn.onEnd());
     socket.on("close", () => conn.close(null));
     socket.on("error", () => conn.close(null));
   }

@@ -14,7 +14,7 @@ import { openFileLimit } from "./fd-limit.js";
 import type { TcpHandler } from "./listeners.js";
 import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
-import { streamStats } from "./stream-conns.js";
+import { streamStats } from "./stream-limits.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
 
 interface TcpServerArgs extends ServerArgs, TlsArgs {
