@@ -7,7 +7,12 @@ import { assign, emit, fromPromise, setup, stateIn } from "xstate";
 import { doneAnswer, failedAnswer, type Answer, type Asked } from "./concern.js";
 
 /** `from_peer`: a flush made on another instance of the cluster (that one already cleared the shared Redis level). */
-export type CacheOperation = { type: "CACHE.FLUSH"; from_peer?: boolean } | { type: "CACHE.DELETE"; id: string } | { type: "CACHE.DUMP" } | { type: "CACHE.LOAD"; data: Buffer };
+/** `source`: the dump's bytes as they arrive (the request body, read only by the load itself). */
+export type CacheOperation =
+  | { type: "CACHE.FLUSH"; from_peer?: boolean }
+  | { type: "CACHE.DELETE"; id: string }
+  | { type: "CACHE.DUMP" }
+  | { type: "CACHE.LOAD"; source: AsyncIterable<Uint8Array> };
 
 export type CacheEvent = CacheOperation & Asked;
 
@@ -51,7 +56,7 @@ export const cacheMachine = setup({
     working: {
       invoke: {
         src: "operate",
-        // The operation (a dump's bytes included) travels as input only, never into context.
+        // The operation (a dump's byte stream included) travels as input only, never into context.
         input: ({ event }) => {
           const { requestId: _id, ...op } = event;
           return op;

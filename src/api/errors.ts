@@ -27,10 +27,12 @@ export const ERROR_STATUS = {
   invalid_cache_dump: 400,
   invalid_download_request: 400,
   invalid_upgrade_config: 400,
+  upgrade_field_not_allowed: 400,
   invalid_record_id: 400,
   unauthorized: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
+  upgrade_requires_auth: 403,
   // Nothing there.
   not_found: 404,
   plugin_route_not_found: 404,
@@ -39,6 +41,8 @@ export const ERROR_STATUS = {
   cron_job_not_found: 404,
   download_index_out_of_range: 404,
   record_not_found: 404,
+  // A GET on a route that changes state (it takes POST): the answer's Allow header names the methods.
+  method_not_allowed: 405,
   not_acceptable: 406,
   // Refused by a guard, or in conflict with the current state.
   config_conflict: 409,
@@ -53,6 +57,7 @@ export const ERROR_STATUS = {
   operation_not_allowed: 409,
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
+  upgrade_not_configured: 409,
   body_too_large: 413,
   // The server could not do it.
   internal_error: 500,

@@ -10,6 +10,8 @@ declare module "fastify" {
     summary?: string;
     description?: string;
     tags?: string[];
+    /** Left out of the document (the GET → 405 answers of state-changing plugin routes). */
+    hide?: boolean;
   }
 }
 
@@ -41,6 +43,7 @@ function responseFor(status: string, schema: Json | undefined): Json {
 export function buildOpenApi(routes: RouteOptions[], basicAuth: boolean): Json {
   const paths: Record<string, Json> = {};
   for (const route of routes) {
+    if ((route.schema as Json | undefined)?.hide === true) continue;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const schema = (route.schema ?? {}) as Json;
     const responses: Json = {};

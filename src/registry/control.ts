@@ -27,7 +27,11 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 export interface RouteRequest {
   params: Record<string, string>;
   query: Record<string, unknown>;
-  /** Parsed JSON for `body: "json"` routes, the raw bytes for `body: "raw"` routes. */
+  /**
+   * Parsed JSON for `body: "json"` routes, the raw bytes for `body: "raw"` routes, and for
+   * `body: "stream"` routes an AsyncIterable<Uint8Array> of the bytes as they arrive (bounded by
+   * `bodyLimit`: past it, iterating throws a body_too_large RouteError).
+   */
   body: unknown;
   /** Aborted when the client goes away (streams). */
   signal: AbortSignal;
@@ -91,8 +95,8 @@ export interface PluginRoute<I = never> {
   readonly description?: string;
   /** fastify/JSON schemas; `params` need not list `tag`. */
   readonly schema?: { params?: object; querystring?: object; body?: object; response?: Record<number, object> };
-  /** How the body arrives: JSON (default) or raw bytes. */
-  readonly body?: "json" | "raw";
+  /** How the body arrives: JSON (default), raw bytes, or a stream of bytes (large uploads decoded as they come). */
+  readonly body?: "json" | "raw" | "stream";
   /** 200, or 202 for routes that start work and answer before it finishes. */
   readonly status?: 200 | 202;
   /** Error codes the route may answer with besides validation (documented in OpenAPI). */
@@ -103,7 +107,7 @@ export interface PluginRoute<I = never> {
   readonly invalidQuery?: string;
   /** Error code when the tag names no plugin serving this route (default plugin_route_not_found). */
   readonly notFound?: string;
-  /** A GET that changes something (the spec's cache flush): cross-site checks treat it like a POST. */
+  /** A route that changes something: cross-site checks apply even to its safe-looking methods. State-changing routes are never GET. */
   readonly changesState?: boolean;
   /** Largest body accepted, bytes (default: the API's limit). */
   readonly bodyLimit?: number;

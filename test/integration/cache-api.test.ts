@@ -101,6 +101,14 @@ test("entries pages newest first with an opaque cursor, filters by name, and rep
   expect(Math.abs(row.cached_at_ms - Date.now())).toBeLessThan(5000);
   expect(row.answers).toEqual([{ name: "host3.Alpha.example.", class: "IN", ttl: 120, rr_type: "A", payload_kind: "a", payload_text: "192.0.2.8", payload: { address: "192.0.2.8" } }]);
   expect(() => cache.entries({ cursor: "nonsense" })).toThrow(InvalidQueryError);
+  // Well-formed but never handed out: a stamp with no MAC, a forged MAC, another cache's cursor.
+  const issued = cache.entries({ limit: 2 }).next_cursor as string;
+  expect(issued).toMatch(/^b[0-9a-z]+\.[A-Za-z0-9_-]{16}$/);
+  const { cache: other } = makeCache(100);
+  for (const forged of ["b5", issued.replace(/^b[0-9a-z]+/, "b1"), `${issued.slice(0, -1)}${issued.endsWith("A") ? "B" : "A"}`]) {
+    expect(() => cache.entries({ cursor: forged })).toThrow(InvalidQueryError);
+  }
+  expect(() => other.entries({ cursor: issued })).toThrow(InvalidQueryError);
   expect(() => cache.entries({ limit: 1.5 })).toThrow(InvalidQueryError);
   expect(cache.entries({ limit: 10_000 }).entries).toHaveLength(9);
 });
@@ -126,14 +134,14 @@ test("deleteEntry removes one entry by id; a bad id is a typed error; flush empt
   expect(next.calls).toBe(4);
 });
 
-test("dump and load round-trip entries; garbage, truncated or altered dumps throw and change nothing", () => {
+test("dump and load round-trip entries; garbage, truncated or altered dumps throw and change nothing", async () => {
   const { cache } = makeCache(100);
   const next = localAnswer();
   for (const n of ["x", "y", "z"]) run(cache, queryContext(`${n}.example`), next);
   const dump = cache.dump();
   const before = cache.entries().entries.map((r) => r.id);
   const { cache: other } = makeCache(100);
-  expect(other.load(dump)).toBe(3);
+  expect(await other.load(dump)).toBe(3);
   expect(other.entries().entries.map((r) => r.id)).toEqual(before);
   for (const n of ["x", "y", "z"]) expect(run(other, queryContext(`${n}.example`), next)).toBe(Step.Stop);
   expect(next.calls).toBe(3);
@@ -141,11 +149,11 @@ test("dump and load round-trip entries; garbage, truncated or altered dumps thro
   const altered = Buffer.from(dump);
   altered[altered.length - 40] ^= 0xff;
   for (const bad of [Buffer.from("hello, not a dump"), dump.subarray(0, dump.length - 10), altered, Buffer.alloc(0)]) {
-    expect(() => other.load(bad)).toThrow(InvalidDumpError);
+    await expect(other.load(bad)).rejects.toThrow(InvalidDumpError);
     expect(other.size).toBe(3);
   }
   // A smaller cache keeps the most recently used entries of a bigger dump.
   const { cache: small } = makeCache(2);
-  expect(small.load(dump)).toBe(2);
+  expect(await small.load(dump)).toBe(2);
   expect(small.entries().entries.map((r) => r.domain)).toEqual(["z.example", "y.example"]);
 });

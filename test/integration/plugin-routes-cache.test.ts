@@ -163,6 +163,13 @@ test("entries, DELETE entries/<id> and load_dump answer every status code with t
   for (const q of ["limit=0", "limit=abc", "limit=501", "limit=-1", "limit=1.5", "cursor=nonsense", "cursor=b!", "unknown=1"]) {
     expect(await errorOf(`/api/plugins/c/entries?${q}`), q).toEqual([400, "invalid_query"]);
   }
+  // A well-formed cursor that this cache never handed out: a bare stamp, or a stamp with another's MAC.
+  const issued = (await page("?limit=1")).next_cursor as string;
+  const [, mac] = issued.split(".");
+  for (const forged of ["b1", "b2", `b1.${mac}`, `bzz.${mac}`, `${issued.split(".")[0]}.${"A".repeat(16)}`]) {
+    expect(await errorOf(`/api/plugins/c/entries?cursor=${forged}`), forged).toEqual([400, "invalid_query"]);
+  }
+  expect((await page(`?limit=1&cursor=${issued}`)).entries).toHaveLength(1);
 
   const [row] = (await page("?qname=b.codes")).entries;
   const del = await call(`/api/plugins/c/entries/${row.id}`, { method: "DELETE" });
@@ -261,7 +268,7 @@ test("a row carries every field with the values the stored answer implies", asyn
   expect({ ...again, last_access_ms: 0, remaining_ttl: 0 }).toEqual({ ...a, last_access_ms: 0, remaining_ttl: 0 });
 });
 
-test("dump → flush → load_dump serves the same names from the cache; GET and POST flush both answer", async () => {
+test("dump → flush → load_dump serves the same names from the cache; flush is POST only, GET answers 405", async () => {
   await flush();
   const names = Array.from({ length: 20 }, (_, i) => `d${i}.dump.test`);
   await fill(names);
@@ -273,11 +280,12 @@ test("dump → flush → load_dump serves the same names from the cache; GET and
   expect(dump.headers.get("content-disposition")).toBe('attachment; filename="c.dump"');
   expect(dump.body.length).toBeGreaterThan(20 * 30);
 
-  const cleared = await call("/api/plugins/c/flush");
+  const cleared = await call("/api/plugins/c/flush", { method: "POST" });
   expect([cleared.status, cleared.json]).toEqual([200, { ok: true, cleared_entries: 20 }]);
   expect((await page("")).total_entries).toBe(0);
 
-  const loaded = await call("/api/plugins/c/load_dump", { method: "POST", body: new Uint8Array(dump.body), headers: { "content-type": "application/octet-stream" } });
+  // Any content type, or none (fetch sends none for bytes), is read as the dump.
+  const loaded = await call("/api/plugins/c/load_dump", { method: "POST", body: new Uint8Array(dump.body) });
   expect([loaded.status, loaded.json]).toEqual([200, { ok: true, loaded_entries: 20 }]);
   expect((await allRows()).map((r) => [r.id, r.domain])).toEqual(rowsBefore.map((r) => [r.id, r.domain]));
 
@@ -286,10 +294,14 @@ test("dump → flush → load_dump serves the same names from the cache; GET and
   for (const n of names) expect(answerIps(await ask(s.udpPort, n))).toEqual([ipFor(n)]);
   expect(up.seen.length).toBe(seen);
 
+  // GET changes nothing: 405 naming the method to use, and every entry is still served from the cache.
+  const getFlush = await call("/api/plugins/c/flush");
+  expect(getFlush.status).toBe(405);
+  expect(getFlush.headers.get("allow")).toBe("POST");
+  expect(getFlush.json).toEqual({ ok: false, code: "method_not_allowed", message: "GET does not change anything here: use POST /api/plugins/c/flush" });
+  expect((await page("")).total_entries).toBe(20);
   const postFlush = await call("/api/plugins/c/flush", { method: "POST" });
   expect([postFlush.status, postFlush.json]).toEqual([200, { ok: true, cleared_entries: 20 }]);
-  const getFlush = await call("/api/plugins/c/flush");
-  expect([getFlush.status, getFlush.json]).toEqual([200, { ok: true, cleared_entries: 0 }]);
   await ask(s.udpPort, names[0]);
   expect(up.seen.length).toBe(seen + 1);
 });

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
 import { decodeMessage } from "../../src/dns/message.js";
+import { createCatalog } from "../../src/registry/catalog.js";
 import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -181,7 +182,7 @@ test("GET /api/plugins, /api/actors and /api/openapi.json show the plugins, thei
     type: "cache",
     kind: "executor",
     state: "ready",
-    routes: ["GET /api/plugins/x/entries", "DELETE /api/plugins/x/entries/:id", "GET /api/plugins/x/flush", "POST /api/plugins/x/flush", "GET /api/plugins/x/dump", "POST /api/plugins/x/load_dump"],
+    routes: ["GET /api/plugins/x/entries", "DELETE /api/plugins/x/entries/:id", "POST /api/plugins/x/flush", "GET /api/plugins/x/dump", "POST /api/plugins/x/load_dump"],
   });
   expect(byTag.get("m")).toMatchObject({ type: "qname", kind: "matcher", state: "ready", routes: ["GET /api/plugins/m/status", "POST /api/plugins/m/mode"] });
   expect(byTag.get("big")).toMatchObject({ type: "domain_set", kind: "provider", state: "ready", routes: ["POST /api/plugins/big/reload", "GET /api/plugins/big/reload/status"] });
@@ -206,7 +207,6 @@ test("GET /api/plugins, /api/actors and /api/openapi.json show the plugins, thei
     ["/api/plugins", "get"],
     ["/api/plugins/{tag}/entries", "get"],
     ["/api/plugins/{tag}/entries/{id}", "delete"],
-    ["/api/plugins/{tag}/flush", "get"],
     ["/api/plugins/{tag}/flush", "post"],
     ["/api/plugins/{tag}/dump", "get"],
     ["/api/plugins/{tag}/load_dump", "post"],
@@ -216,7 +216,39 @@ test("GET /api/plugins, /api/actors and /api/openapi.json show the plugins, thei
     ["/api/plugins/{tag}", "get"],
   ];
   for (const [path, method] of want) expect(paths[path]?.[method], `${method} ${path}`).toBeDefined();
+  // The GET → 405 answers of state-changing routes are not operations.
+  for (const path of ["/api/plugins/{tag}/flush", "/api/plugins/{tag}/reload", "/api/plugins/{tag}/mode", "/api/plugins/{tag}/load_dump"]) expect(paths[path]?.get, path).toBeUndefined();
   expect(Object.keys((paths["/api/plugins/{tag}/reload"].post as { responses: object }).responses)).toEqual(expect.arrayContaining(["200", "400", "401", "404", "409"]));
+});
+
+test("no GET plugin route changes state: GET on a state-changing route answers 405 naming the method, and changes nothing", async () => {
+  // Every plugin type of the build: a route that changes state is never a GET.
+  for (const def of createCatalog("full").definitions()) {
+    for (const route of def.control?.routes ?? []) expect(route.method === "GET" && route.changesState === true, `${def.type} ${route.path}`).toBe(false);
+  }
+  await ask(s.udpPort, "kept.other.test");
+  const entriesBefore = (await call("/api/plugins/x/entries")).json.total_entries as number;
+  const reloadsBefore = (await call("/api/plugins/big/reload/status")).json.reloads as number;
+  expect(entriesBefore).toBeGreaterThan(0);
+  const cases: [string, string][] = [
+    ["/api/plugins/x/flush", "POST"],
+    ["/api/plugins/x/load_dump", "POST"],
+    ["/api/plugins/x/entries/abc", "DELETE"],
+    ["/api/plugins/big/reload", "POST"],
+    ["/api/plugins/m/mode", "POST"],
+  ];
+  for (const [path, allow] of cases) {
+    const res = await s.api(path, { headers: AUTH });
+    expect([res.status, res.headers.get("allow"), await res.json()], path).toEqual([405, allow, { ok: false, code: "method_not_allowed", message: `GET does not change anything here: use ${allow} ${path}` }]);
+  }
+  // Not a route of that plugin (or no such plugin): still 404.
+  for (const path of ["/api/plugins/x/reload", "/api/plugins/big/flush", "/api/plugins/nope/flush"]) {
+    const r = await call(path);
+    expect([r.status, r.json.code], path).toEqual([404, "plugin_route_not_found"]);
+  }
+  expect((await call("/api/plugins/x/entries")).json.total_entries).toBe(entriesBefore);
+  expect((await call("/api/plugins/big/reload/status")).json.reloads).toBe(reloadsBefore);
+  expect((await call("/api/plugins/m/status")).json.mode).toBe("normal");
 });
 
 test("with Basic auth configured, plugin routes answer 401 unauthorized without (or with wrong) credentials", async () => {

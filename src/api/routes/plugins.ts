@@ -12,7 +12,9 @@ import { ask, ActorGoneError, RefusedError } from "../../../actors/ask.js";
 import { concernActor, pluginActor } from "../../../actors/app.actor.js";
 import { lifecycleState } from "../../../machines/app.machine.js";
 import { isReply, RouteError, type ConcernHandle, type PluginRoute, type RoutePlugin } from "../../registry/control.js";
+import type { LivePlugin } from "../../registry/runtime.js";
 import type { AnyDefinition } from "../../registry/types.js";
+import { formatBytes } from "../../config/limits.js";
 import { ApiError, errorResponses, isErrorCode, type ErrorCode } from "../errors.js";
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
@@ -126,7 +128,15 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
   /** Open event streams of plugin routes, ended when the API closes. */
   const streams = new Set<() => void>();
 
-  // Own scope: bodies arrive as bytes and each route decides how to read them (JSON or raw).
+  /** The live plugin with `tag` when its type serves route `key`; else the not-found error. */
+  const livePlugin = (tag: string, types: Set<string>, notFound: ErrorCode, key: string): { live: LivePlugin; g: number } => {
+    const live = host.liveRuntime()?.plugins.get(tag);
+    const g = generation();
+    if (!live || g === null || !types.has(live.type)) throw new ApiError(notFound, `no plugin '${tag}' with route ${key} in the running configuration`);
+    return { live, g };
+  };
+
+  // Own scope: bodies arrive as bytes and each route decides how to read them (JSON, raw or streamed).
   void api.register(async (scope) => {
     // Streaming routes take their reply over themselves (manual mode); heartbeats are ours.
     await scope.register(fastifySSE, { heartbeatInterval: 0 });
@@ -139,12 +149,12 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
     // Query strings and paths are text and are coerced to their schema types; a JSON body already has types ({"index": "1"} is not an integer).
     scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? strictAjv : coercingAjv).compile(schema));
 
-    for (const [key, { route, types }] of registered) {
+    const add = (target: FastifyInstance, key: string, { route, types }: Registered): void => {
       const badBody = (route.invalidBody ?? "invalid_request") as ErrorCode;
       const badQuery = (route.invalidQuery ?? "invalid_query") as ErrorCode;
       const schema = route.schema ?? {};
       const params = (schema.params ?? { type: "object", properties: {} }) as { properties?: Record<string, unknown>; required?: string[] };
-      scope.route({
+      target.route({
         method: route.method,
         url: routeUrl(":tag", route),
         attachValidation: true,
@@ -161,16 +171,13 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
           response: { ...(schema.response ?? {}), ...errorResponses((route.notFound ?? "plugin_route_not_found") as ErrorCode, ...((route.errors ?? []) as ErrorCode[])) },
         },
         preValidation: async (req: FastifyRequest) => {
-          if (route.body !== "raw" && route.method !== "GET") req.body = parseJsonBody(req.body, badBody);
+          if ((route.body ?? "json") === "json" && route.method !== "GET") req.body = parseJsonBody(req.body, badBody);
         },
         handler: async (req: FastifyRequest, reply: FastifyReply) => {
           const { tag, ...rest } = req.params as Record<string, string>;
-          const live = host.liveRuntime()?.plugins.get(tag);
-          const g = generation();
-          if (!live || g === null || !types.has(live.type)) {
-            const code = (route.notFound ?? "plugin_route_not_found") as ErrorCode;
-            throw new ApiError(code, `no plugin '${tag}' with route ${key} in the running configuration`);
-          }
+          // A streamed body may be partly unread when the answer is an error: the connection closes after it.
+          if (route.body === "stream") void reply.header("connection", "close");
+          const { live, g } = livePlugin(tag, types, (route.notFound ?? "plugin_route_not_found") as ErrorCode, key);
           if (req.validationError) {
             const ctx = (req.validationError as { validationContext?: string }).validationContext;
             throw new ApiError(ctx === "querystring" ? badQuery : ctx === "params" ? "invalid_path" : badBody, req.validationError.message);
@@ -185,12 +192,19 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
           if (route.stream && !acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
           const abort = new AbortController();
           reply.raw.on("close", () => abort.abort());
+          let body: unknown = req.body;
+          if (route.body === "stream") {
+            const limit = route.bodyLimit ?? api.initialConfig.bodyLimit ?? 0;
+            if (Number(req.headers["content-length"]) > limit) throw tooLarge(key, limit);
+            body = bounded(req.body as AsyncIterable<Uint8Array> | undefined, limit, key);
+          }
           let result: unknown;
           try {
-            result = await route.handle({ params: rest, query: (req.query ?? {}) as Record<string, unknown>, body: req.body, signal: abort.signal }, plugin);
+            result = await route.handle({ params: rest, query: (req.query ?? {}) as Record<string, unknown>, body, signal: abort.signal }, plugin);
           } catch (err) {
             throw toApiError(err, host, key);
           }
+          if (route.body === "stream") reply.removeHeader("connection");
           if (isReply(result)) {
             switch (result.kind) {
               case "text":
@@ -215,6 +229,58 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
           return reply.code(route.status ?? 200).send(result);
         },
       });
+    };
+
+    for (const [key, reg] of registered) if (reg.route.body !== "stream") add(scope, key, reg);
+    // Streamed bodies: the request itself is handed to the handler, which reads (and is bounded) as it decodes.
+    await scope.register(async (streamed) => {
+      streamed.removeAllContentTypeParsers();
+      streamed.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
+      for (const [key, reg] of registered) if (reg.route.body === "stream") add(streamed, key, reg);
+    });
+
+    // No GET route changes state; GET on a path that has only other methods answers 405 naming them.
+    for (const { path, methods, types } of pathsWithoutGet(registered)) {
+      const allow = [...methods].sort().join(", ");
+      scope.route({
+        method: "GET",
+        url: routeUrl(":tag", { path }),
+        schema: { hide: true },
+        handler: async (req: FastifyRequest, reply: FastifyReply) => {
+          const { tag } = req.params as Record<string, string>;
+          const url = req.url.split("?")[0];
+          livePlugin(tag, types, "plugin_route_not_found", `GET ${path}`);
+          void reply.header("allow", allow);
+          throw new ApiError("method_not_allowed", `GET does not change anything here: use ${allow} ${url}`);
+        },
+      });
     }
   });
+}
+
+/** Paths served without GET, with the methods they have and the plugin types that serve them. */
+function pathsWithoutGet(registered: Map<string, Registered>): { path: string; methods: Set<string>; types: Set<string> }[] {
+  const byPath = new Map<string, { path: string; methods: Set<string>; types: Set<string> }>();
+  for (const { route, types } of registered.values()) {
+    const entry = byPath.get(route.path) ?? { path: route.path, methods: new Set<string>(), types: new Set<string>() };
+    entry.methods.add(route.method);
+    for (const t of types) entry.types.add(t);
+    byPath.set(route.path, entry);
+  }
+  return [...byPath.values()].filter((e) => !e.methods.has("GET"));
+}
+
+const tooLarge = (key: string, limit: number): ApiError => new ApiError("body_too_large", `request body is larger than the limit of ${formatBytes(limit)} for ${key}`);
+
+/** The body's bytes as they arrive, until `limit`: one more byte and iterating throws body_too_large. */
+async function* bounded(body: AsyncIterable<Uint8Array> | undefined, limit: number, key: string): AsyncGenerator<Uint8Array> {
+  if (body === undefined) return;
+  // Read by hand: leaving a for-await early would destroy the request, and with it the 413 answer.
+  const it = body[Symbol.asyncIterator]();
+  let seen = 0;
+  for (let r = await it.next(); r.done !== true; r = await it.next()) {
+    seen += r.value.length;
+    if (seen > limit) throw new RouteError("body_too_large", tooLarge(key, limit).message);
+    yield r.value;
+  }
 }

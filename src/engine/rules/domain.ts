@@ -8,6 +8,7 @@
 // its first position but takes the value of its last definition ("last definition wins").
 
 import { KeywordAutomaton } from "./keywords.js";
+import { finish, finishSliced, type Slicer, type Steps } from "./slicer.js";
 
 export type DomainRuleKind = "full" | "domain" | "keyword" | "regexp";
 /** What a rule without a `kind:` prefix means (providers/matchers: domain; hosts: full). */
@@ -134,7 +135,16 @@ export class DomainTableBuilder<V> {
   }
 
   build(): DomainTable<V> {
-    const automaton = this.keywords.length > 0 ? KeywordAutomaton.build(this.keywords) : null;
+    return finish(this.steps());
+  }
+
+  /** `build()` in slices that yield to the event loop (provider snapshots). */
+  buildSliced(slicer: Slicer): Promise<DomainTable<V>> {
+    return finishSliced(this.steps(), slicer);
+  }
+
+  private *steps(): Steps<DomainTable<V>> {
+    const automaton = this.keywords.length > 0 ? yield* KeywordAutomaton.steps(this.keywords) : null;
     return new DomainTable(this.full, this.domain, this.regexps, this.regexpValues, automaton, this.keywordValues);
   }
 }

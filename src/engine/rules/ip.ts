@@ -4,6 +4,7 @@
 
 import { parseIP, parseIPv6 } from "../../dns/ip.js";
 import { RuleSyntaxError } from "./domain.js";
+import { finish, finishSliced, sortSteps, STEP, type Slicer, type Steps } from "./slicer.js";
 
 const V6_ALL = (1n << 128n) - 1n;
 const MAPPED_START = 0xffffn << 32n;
@@ -98,32 +99,45 @@ export class IpPrefixSetBuilder {
   }
 
   build(): IpPrefixSet {
-    const v4 = merge(this.v4, (x) => x + 1);
-    const v6 = merge(this.v6, (x) => x + 1n);
+    return finish(this.steps());
+  }
+
+  /** `build()` in slices that yield to the event loop (provider snapshots). */
+  buildSliced(slicer: Slicer): Promise<IpPrefixSet> {
+    return finishSliced(this.steps(), slicer);
+  }
+
+  private *steps(): Steps<IpPrefixSet> {
+    const v4 = yield* mergeSteps(this.v4, (x) => x + 1);
+    const v6 = yield* mergeSteps(this.v6, (x) => x + 1n);
     const v4Starts = new Uint32Array(v4.length);
     const v4Ends = new Uint32Array(v4.length);
-    v4.forEach(([s, e], i) => {
-      v4Starts[i] = s;
-      v4Ends[i] = e;
-    });
+    for (let i = 0; i < v4.length; i++) {
+      v4Starts[i] = v4[i][0];
+      v4Ends[i] = v4[i][1];
+    }
     const v6Starts = new Uint32Array(v6.length * 4);
     const v6Ends = new Uint32Array(v6.length * 4);
-    v6.forEach(([s, e], i) => {
+    for (let i = 0; i < v6.length; i++) {
+      if (i % STEP === STEP - 1) yield;
+      const [s, e] = v6[i];
       for (let w = 0; w < 4; w++) {
         const shift = BigInt(96 - w * 32);
         v6Starts[i * 4 + w] = Number((s >> shift) & 0xffffffffn);
         v6Ends[i * 4 + w] = Number((e >> shift) & 0xffffffffn);
       }
-    });
+    }
     return new IpPrefixSet(v4Starts, v4Ends, v6Starts, v6Ends, this.rules);
   }
 }
 
 /** Sorts ranges by start and joins overlapping or adjacent ones. */
-function merge<T extends number | bigint>(ranges: [T, T][], successor: (x: T) => T): [T, T][] {
-  ranges.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+function* mergeSteps<T extends number | bigint>(ranges: [T, T][], successor: (x: T) => T): Steps<[T, T][]> {
+  const sorted = yield* sortSteps(ranges, (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const out: [T, T][] = [];
-  for (const [s, e] of ranges) {
+  for (let i = 0; i < sorted.length; i++) {
+    if (i % (STEP * 8) === STEP * 8 - 1) yield;
+    const [s, e] = sorted[i];
     const last = out.length > 0 ? out[out.length - 1] : null;
     if (last && s <= successor(last[1])) {
       if (e > last[1]) last[1] = e;

@@ -1,6 +1,8 @@
 // Aho–Corasick automaton over ASCII keywords: one pass over a name finds every keyword it
 // contains, so the cost depends on the name's length, not on how many keywords there are.
 
+import { finish, STEP, type Steps } from "./slicer.js";
+
 /** Keywords are ASCII (checked by the rule parser); any other code resets to the root. */
 const ALPHABET = 128;
 /**
@@ -9,6 +11,41 @@ const ALPHABET = 128;
  */
 const DENSE_MAX_CELLS = 1 << 20;
 const FEW_KEYWORDS = 4;
+
+interface Columns {
+  /** Column of each character in the dense table (0: a character no keyword has). */
+  column: Uint8Array;
+  /** The characters of the keywords, in column order (column 1 first). */
+  chars: number[];
+  width: number;
+}
+
+function columnsOf(keywords: readonly string[]): Columns {
+  const chars: number[] = [];
+  const column = new Uint8Array(ALPHABET);
+  for (const k of keywords) {
+    for (let i = 0; i < k.length; i++) {
+      const c = k.charCodeAt(i);
+      if (column[c] === 0) column[c] = chars.push(c);
+    }
+  }
+  return { column, chars, width: chars.length + 1 };
+}
+
+/** Full transition table, rows in breadth-first order: a state's failure target is shallower, so its row is already complete. */
+function* denseTable(edges: Map<number, number>, fail: Int32Array, { chars, width: w }: Columns, order: Int32Array): Steps<Int32Array> {
+  const table = new Int32Array(fail.length * w);
+  for (let i = 0; i < order.length; i++) {
+    if (i % STEP === STEP - 1) yield;
+    const s = order[i];
+    const f = fail[s];
+    for (let col = 1; col < w; col++) {
+      const t = edges.get(s * ALPHABET + chars[col - 1]);
+      table[s * w + col] = t !== undefined ? t : s === 0 ? 0 : table[f * w + col];
+    }
+  }
+  return table;
+}
 
 export class KeywordAutomaton {
   /** Trie edges keyed `state * 128 + code` (one flat map keeps memory low for big lists). */
@@ -30,55 +67,30 @@ export class KeywordAutomaton {
   /** A handful of keywords: String.prototype.includes beats any automaton. */
   private readonly few: readonly string[] | null;
 
-  private constructor(
-    edges: Map<number, number>,
-    fail: Int32Array,
-    best: Int32Array,
-    ending: Int32Array,
-    dict: Int32Array,
-    few: readonly string[] | null,
-    keywords: readonly string[],
-    order: Int32Array,
-  ) {
+  private constructor(edges: Map<number, number>, fail: Int32Array, best: Int32Array, ending: Int32Array, dict: Int32Array, few: readonly string[] | null, columns: Columns, dense: Int32Array | null) {
     this.edges = edges;
     this.fail = fail;
     this.best = best;
     this.ending = ending;
     this.dict = dict;
     this.few = few;
-    const chars: number[] = [];
-    this.column = new Uint8Array(ALPHABET);
-    for (const k of keywords) {
-      for (let i = 0; i < k.length; i++) {
-        const c = k.charCodeAt(i);
-        if (this.column[c] === 0) this.column[c] = chars.push(c);
-      }
-    }
-    this.width = chars.length + 1;
-    this.dense = few === null && fail.length * this.width <= DENSE_MAX_CELLS ? this.denseTable(chars, order) : null;
-  }
-
-  /** Rows in breadth-first order: a state's failure target is shallower, so its row is already complete. */
-  private denseTable(chars: readonly number[], order: Int32Array): Int32Array {
-    const w = this.width;
-    const table = new Int32Array(this.fail.length * w);
-    for (let i = 0; i < order.length; i++) {
-      const s = order[i];
-      const f = this.fail[s];
-      for (let col = 1; col < w; col++) {
-        const t = this.edges.get(s * ALPHABET + chars[col - 1]);
-        table[s * w + col] = t !== undefined ? t : s === 0 ? 0 : table[f * w + col];
-      }
-    }
-    return table;
+    this.column = columns.column;
+    this.width = columns.width;
+    this.dense = dense;
   }
 
   /** `keywords[i]` has priority `i` (lower wins when several occur in one name). */
   static build(keywords: readonly string[]): KeywordAutomaton {
+    return finish(KeywordAutomaton.steps(keywords));
+  }
+
+  /** The same build in steps (see slicer.ts), for builds that must yield to the event loop. */
+  static *steps(keywords: readonly string[]): Steps<KeywordAutomaton> {
     const edges = new Map<number, number>();
     const children: number[][] = [[]];
     const ending: number[] = [-1];
     for (let k = 0; k < keywords.length; k++) {
+      if (k % STEP === STEP - 1) yield;
       const word = keywords[k];
       let s = 0;
       for (let i = 0; i < word.length; i++) {
@@ -108,6 +120,7 @@ export class KeywordAutomaton {
     let tail = 0;
     queue[tail++] = 0;
     while (head < tail) {
+      if (head % STEP === STEP - 1) yield;
       const u = queue[head++];
       if (u !== 0) {
         const f = fail[u];
@@ -131,7 +144,10 @@ export class KeywordAutomaton {
         queue[tail++] = v;
       }
     }
-    return new KeywordAutomaton(edges, fail, best, ends, dict, keywords.length <= FEW_KEYWORDS ? keywords.slice() : null, keywords, queue);
+    const few = keywords.length <= FEW_KEYWORDS ? keywords.slice() : null;
+    const columns = columnsOf(keywords);
+    const dense = few === null && n * columns.width <= DENSE_MAX_CELLS ? yield* denseTable(edges, fail, columns, queue) : null;
+    return new KeywordAutomaton(edges, fail, best, ends, dict, few, columns, dense);
   }
 
   private step(s: number, c: number): number {

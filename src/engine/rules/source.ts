@@ -6,8 +6,10 @@
 // `regexp:` takes the whole rest of the item (or file line), so a regular expression may
 // contain spaces and commas: "domain:a.com, regexp:^(ads|track)\.[a-z]{2, 3}$" is two rules.
 
-import { readFile } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
 import { ArgError } from "../../registry/types.js";
+import { Slicer } from "./slicer.js";
 
 export type ArgPath = (string | number)[];
 
@@ -29,8 +31,6 @@ function startsWithRegexp(item: string, i: number): boolean {
 }
 const TAG = /^[^\s/?#$&]+$/;
 const REGEXP_PREFIX = /^regexp:/i;
-/** Lines handled between two yields to the event loop while reading a big file. */
-export const LINES_PER_SLICE = 20_000;
 
 /**
  * Splits an item into rule tokens (see the file comment). With `comments`, a token starting
@@ -96,25 +96,50 @@ export function parseRuleList(list: string | readonly string[] | undefined, base
   return out;
 }
 
-export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Bytes read from a rule file at a time; each read is split into lines on its own (no whole-file string). */
+const READ_CHUNK = 64 * 1024;
 
-/** A rule file's lines (a leading byte order mark dropped); unreadable → ArgError "cannot read rule file". */
-export async function readRuleLines(file: string, shown: string, at: ArgPath): Promise<string[]> {
-  let text: string;
+/**
+ * A rule file's lines, a read's worth at a time (a leading byte order mark dropped); unreadable →
+ * ArgError "cannot read rule file". The file is never held whole, nor split in one go.
+ */
+export async function* ruleLineBatches(file: string, shown: string, at: ArgPath): AsyncGenerator<string[]> {
+  const decoder = new StringDecoder("utf8");
+  let partial = "";
+  let first = true;
+  const stream = createReadStream(file, { highWaterMark: READ_CHUNK });
   try {
-    text = await readFile(file, "utf8");
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const lines = (partial + decoder.write(chunk)).split("\n");
+      partial = lines.pop() ?? "";
+      if (first && lines.length > 0) {
+        if (lines[0].charCodeAt(0) === 0xfeff) lines[0] = lines[0].slice(1);
+        first = false;
+      }
+      if (lines.length > 0) yield lines;
+    }
   } catch (err) {
+    stream.destroy();
     throw new ArgError(`cannot read rule file '${shown}': ${(err as Error).message}`, at);
   }
-  const lines = text.split("\n");
-  if (lines[0].charCodeAt(0) === 0xfeff) lines[0] = lines[0].slice(1);
+  const last = partial + decoder.end();
+  yield [first && last.charCodeAt(0) === 0xfeff ? last.slice(1) : last];
+}
+
+/** A rule file's lines (a leading byte order mark dropped), read in slices; unreadable → ArgError "cannot read rule file". */
+export async function readRuleLines(file: string, shown: string, at: ArgPath, slicer = new Slicer()): Promise<string[]> {
+  const lines: string[] = [];
+  for await (const batch of ruleLineBatches(file, shown, at)) {
+    for (const l of batch) lines.push(l);
+    if (slicer.dueNow()) await slicer.pause();
+  }
   return lines;
 }
 
 /**
  * Reads a rule file and calls `onLine` with each line's fields (blank and `#` lines skipped).
  * Any error from `onLine` becomes an ArgError "file:line: message" located at `at`; an
- * unreadable file becomes "cannot read rule file". Yields to the event loop between slices.
+ * unreadable file becomes "cannot read rule file". Runs in slices that yield to the event loop.
  */
 export async function readRuleFile(
   file: string,
@@ -122,16 +147,20 @@ export async function readRuleFile(
   at: ArgPath,
   split: (line: string) => string[],
   onLine: (fields: string[], line: number) => void,
+  slicer = new Slicer(),
 ): Promise<void> {
-  const lines = await readRuleLines(file, shown, at);
-  for (let i = 0; i < lines.length; i++) {
-    if (i > 0 && i % LINES_PER_SLICE === 0) await yieldToEventLoop();
-    const fields = split(lines[i]);
-    if (fields.length === 0) continue;
-    try {
-      onLine(fields, i + 1);
-    } catch (err) {
-      throw new ArgError(`${shown}:${i + 1}: ${(err as Error).message}`, at);
+  let n = 0;
+  for await (const lines of ruleLineBatches(file, shown, at)) {
+    for (let i = 0; i < lines.length; i++) {
+      n++;
+      if (slicer.due()) await slicer.pause();
+      const fields = split(lines[i]);
+      if (fields.length === 0) continue;
+      try {
+        onLine(fields, n);
+      } catch (err) {
+        throw new ArgError(`${shown}:${n}: ${(err as Error).message}`, at);
+      }
     }
   }
 }
@@ -144,27 +173,36 @@ export async function loadRuleTokens(
   tokens: readonly RuleToken[],
   resolvePath: (path: string) => string,
   add: (rule: string) => void,
+  slicer = new Slicer(),
 ): Promise<Extract<RuleToken, { kind: "provider" }>[]> {
   const providers: Extract<RuleToken, { kind: "provider" }>[] = [];
   for (const t of tokens) {
     if (t.kind === "provider") providers.push(t);
     else if (t.kind === "rule") {
+      if (slicer.due()) await slicer.pause();
       try {
         add(t.text);
       } catch (err) {
         throw new ArgError((err as Error).message, t.at);
       }
-    } else await loadRuleFile(resolvePath(t.path), t.path, t.at, add);
+    } else await loadRuleFile(resolvePath(t.path), t.path, t.at, add, slicer);
   }
   return providers;
 }
 
 /** Adds the rules of one file (one or more per line) through `add`. */
-export function loadRuleFile(file: string, shown: string, at: ArgPath, add: (rule: string) => void): Promise<void> {
-  return readRuleFile(file, shown, at, (line) => splitRules(line, true), (fields) => {
-    for (const f of fields) {
-      if (f[0] === "$" || f[0] === "&") throw new Error(`'${f}': provider references and file includes are not allowed inside a rule file`);
-      add(f);
-    }
-  });
+export function loadRuleFile(file: string, shown: string, at: ArgPath, add: (rule: string) => void, slicer = new Slicer()): Promise<void> {
+  return readRuleFile(
+    file,
+    shown,
+    at,
+    (line) => splitRules(line, true),
+    (fields) => {
+      for (const f of fields) {
+        if (f[0] === "$" || f[0] === "&") throw new Error(`'${f}': provider references and file includes are not allowed inside a rule file`);
+        add(f);
+      }
+    },
+    slicer,
+  );
 }

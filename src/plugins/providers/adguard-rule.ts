@@ -6,6 +6,7 @@ import type { Question } from "../../dns/message.js";
 import { normalizeName } from "../../dns/name.js";
 import type { AdguardIndex } from "../../engine/rules/adguard/index.js";
 import { adguardInlineProblems, loadAdguardIndex, type AdguardArgs } from "../../engine/rules/adguard/load.js";
+import type { Slicer } from "../../engine/rules/slicer.js";
 import { definePlugin } from "../../registry/types.js";
 import { Snapshot } from "./reload.js";
 
@@ -24,13 +25,18 @@ export const adguardRule = definePlugin<AdguardArgs, "provider">({
   },
   check: (args) => adguardInlineProblems(args.rules),
   async create(args, ctx) {
-    const build = (): Promise<AdguardIndex> =>
-      loadAdguardIndex(args, (p) => ctx.resolvePath(p), (r) => {
-        ctx.log.warn(
-          { source: r.source, skipped: r.count, first_line: r.first.line, first_rule: r.first.text, reason: r.first.reason },
-          `adguard_rule: skipped ${r.count} unsupported rule(s) in ${r.source === "rules" ? "inline rules" : `'${r.source}'`} (browser-only syntax, $client/$ctag/$dnsrewrite or unknown modifiers); first at line ${r.first.line}: ${r.first.reason}`,
-        );
-      });
+    const build = (slicer: Slicer): Promise<AdguardIndex> =>
+      loadAdguardIndex(
+        args,
+        (p) => ctx.resolvePath(p),
+        (r) => {
+          ctx.log.warn(
+            { source: r.source, skipped: r.count, first_line: r.first.line, first_rule: r.first.text, reason: r.first.reason },
+            `adguard_rule: skipped ${r.count} unsupported rule(s) in ${r.source === "rules" ? "inline rules" : `'${r.source}'`} (browser-only syntax, $client/$ctag/$dnsrewrite or unknown modifiers); first at line ${r.first.line}: ${r.first.reason}`,
+          );
+        },
+        slicer,
+      );
     const snapshot = await Snapshot.load("adguard_rule", ctx, build);
     return {
       containsName(name: string): boolean {

@@ -4,6 +4,7 @@ import type { Question } from "../../dns/message.js";
 import { normalizeName } from "../../dns/name.js";
 import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
 import { domainProvider } from "../../engine/rules/rule-list.js";
+import type { Slicer } from "../../engine/rules/slicer.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
 import { definePlugin } from "../../registry/types.js";
 import { Snapshot } from "./reload.js";
@@ -27,10 +28,10 @@ export const domainSet = definePlugin<DomainSetArgs, "provider">({
   dependencies: (args) => setDependencies(asSet(args)),
   async create(args, ctx) {
     const tokens = setTokens(asSet(args), "exps");
-    const build = async (): Promise<DomainTable<true>> => {
+    const build = async (slicer: Slicer): Promise<DomainTable<true>> => {
       const builder = new DomainTableBuilder<true>("domain");
-      await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule, true));
-      return builder.build();
+      await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule, true), slicer);
+      return builder.buildSliced(slicer);
     };
     const snapshot = await Snapshot.load("domain_set", ctx, build);
     const sets = args.sets.map((entry, i) => domainProvider(ctx, setTag(entry), ["sets", i]));

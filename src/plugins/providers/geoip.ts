@@ -2,6 +2,7 @@
 // metadata marker), compiled into the merged-range set ip_set uses: a lookup is a binary search.
 
 import { IpPrefixSetBuilder, type IpPrefixSet } from "../../engine/rules/ip.js";
+import type { Slicer } from "../../engine/rules/slicer.js";
 import { ArgError, definePlugin } from "../../registry/types.js";
 import { geoSchema, ipSelection, readGeoFile, requireCodes, selectorProblems, type GeoArgs } from "./geo/args.js";
 import { listCodes, readGeoIp } from "./geo/dat.js";
@@ -17,19 +18,19 @@ interface GeoIpSnapshot {
   skipped: number;
 }
 
-async function buildGeoIp(buf: Buffer, args: GeoArgs, warn: (skipped: number, first: string) => void): Promise<GeoIpSnapshot> {
+async function buildGeoIp(buf: Buffer, args: GeoArgs, slicer: Slicer, warn: (skipped: number, first: string) => void): Promise<GeoIpSnapshot> {
   const selection = ipSelection(args.selectors);
   const main = new IpPrefixSetBuilder();
   if (isMmdb(buf)) {
     let codes: { found: Set<string>; all: Set<string> };
     try {
-      codes = await readMmdbCountries(buf, selection, (ip, bits) => main.addPrefix(ip, bits));
+      codes = await readMmdbCountries(buf, selection, (ip, bits) => main.addPrefix(ip, bits), slicer);
     } catch (err) {
       if (err instanceof MmdbError) throw new ArgError(`'${args.file}': ${err.message}`, ["file"]);
       throw err;
     }
     requireCodes(args.file, selection, codes.found, () => [...codes.all].sort());
-    return { set: main.build(), reverse: [], size: main.size, skipped: 0 };
+    return { set: await main.buildSliced(slicer), reverse: [], size: main.size, skipped: 0 };
   }
   const reverse: IpPrefixSetBuilder[] = [];
   let current = main;
@@ -50,6 +51,7 @@ async function buildGeoIp(buf: Buffer, args: GeoArgs, warn: (skipped: number, fi
         if ((ip.length === 4 && prefix <= 32) || (ip.length === 16 && prefix <= 128)) current.addPrefix(ip, prefix);
         else if (skipped++ === 0) first = `${code.toLowerCase()}: a CIDR of ${ip.length} bytes with prefix ${prefix}`;
       },
+      slicer,
     );
   } catch (err) {
     if (err instanceof ProtobufError) throw new ArgError(`'${args.file}' is neither a MaxMind DB nor a valid geoip.dat: ${err.message}`, ["file"]);
@@ -58,7 +60,10 @@ async function buildGeoIp(buf: Buffer, args: GeoArgs, warn: (skipped: number, fi
   requireCodes(args.file, selection, found, () => listCodes(buf));
   if (skipped > 0) warn(skipped, first);
   const size = main.size + reverse.reduce((n, b) => n + b.size, 0);
-  return { set: main.build(), reverse: reverse.map((b) => b.build()), size, skipped };
+  const set = await main.buildSliced(slicer);
+  const built: IpPrefixSet[] = [];
+  for (const b of reverse) built.push(await b.buildSliced(slicer));
+  return { set, reverse: built, size, skipped };
 }
 
 export const geoip = definePlugin<GeoArgs, "provider">({
@@ -69,9 +74,9 @@ export const geoip = definePlugin<GeoArgs, "provider">({
   schema: geoSchema,
   check: (args) => selectorProblems(args.selectors, false),
   async create(args, ctx) {
-    const build = async (): Promise<GeoIpSnapshot> => {
+    const build = async (slicer: Slicer): Promise<GeoIpSnapshot> => {
       const buf = await readGeoFile(ctx.resolvePath(args.file), args.file);
-      return buildGeoIp(buf, args, (skipped, first) => ctx.log.warn({ file: args.file, skipped, first }, `geoip: skipped ${skipped} malformed CIDR(s); first: ${first}`));
+      return buildGeoIp(buf, args, slicer, (skipped, first) => ctx.log.warn({ file: args.file, skipped, first }, `geoip: skipped ${skipped} malformed CIDR(s); first: ${first}`));
     };
     const snapshot = await Snapshot.load("geoip", ctx, build);
     return {

@@ -3,6 +3,7 @@
 // same whatever the lists' size. `selectors` picks lists (`cn`, `category-ads-all@ads`).
 
 import { DomainTableBuilder, RuleSyntaxError, type DomainTable } from "../../engine/rules/domain.js";
+import type { Slicer } from "../../engine/rules/slicer.js";
 import { ArgError, definePlugin } from "../../registry/types.js";
 import { readGeoFile, requireCodes, selectorProblems, siteSelection, geoSchema, type GeoArgs } from "./geo/args.js";
 import { listCodes, readGeoSite } from "./geo/dat.js";
@@ -26,7 +27,7 @@ export const geosite = definePlugin<GeoArgs, "provider">({
   check: (args) => selectorProblems(args.selectors, true),
   async create(args, ctx) {
     const selection = siteSelection(args.selectors);
-    const build = async (): Promise<GeoSiteSnapshot> => {
+    const build = async (slicer: Slicer): Promise<GeoSiteSnapshot> => {
       const buf = await readGeoFile(ctx.resolvePath(args.file), args.file);
       const builder = new DomainTableBuilder<true>("domain");
       let skipped = 0;
@@ -41,7 +42,7 @@ export const geosite = definePlugin<GeoArgs, "provider">({
             if (!(err instanceof RuleSyntaxError)) throw err;
             if (skipped++ === 0) first = `${code.toLowerCase()}: ${err.message}`;
           }
-        });
+        }, slicer);
       } catch (err) {
         if (err instanceof ProtobufError) throw new ArgError(`'${args.file}' is not a valid geosite.dat: ${err.message}`, ["file"]);
         throw err;
@@ -49,7 +50,7 @@ export const geosite = definePlugin<GeoArgs, "provider">({
       requireCodes(args.file, selection?.keys() ?? null, found, () => listCodes(buf));
       // v2ray accepts entries our rule compiler does not (non-ASCII names, RE2-only regexps): skip, count, say so once.
       if (skipped > 0) ctx.log.warn({ file: args.file, skipped, first }, `geosite: skipped ${skipped} entr${skipped === 1 ? "y" : "ies"} that cannot be compiled; first: ${first}`);
-      const table = builder.build();
+      const table = await builder.buildSliced(slicer);
       return { table, size: table.size, skipped };
     };
     const snapshot = await Snapshot.load("geosite", ctx, build);

@@ -2,6 +2,7 @@
 
 import { IpPrefixSetBuilder, type IpPrefixSet } from "../../engine/rules/ip.js";
 import { ipProvider } from "../../engine/rules/rule-list.js";
+import type { Slicer } from "../../engine/rules/slicer.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
 import { definePlugin } from "../../registry/types.js";
 import { Snapshot } from "./reload.js";
@@ -25,10 +26,10 @@ export const ipSet = definePlugin<IpSetArgs, "provider">({
   dependencies: (args) => setDependencies(asSet(args)),
   async create(args, ctx) {
     const tokens = setTokens(asSet(args), "ips");
-    const build = async (): Promise<IpPrefixSet> => {
+    const build = async (slicer: Slicer): Promise<IpPrefixSet> => {
       const builder = new IpPrefixSetBuilder();
-      await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule));
-      return builder.build();
+      await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule), slicer);
+      return builder.buildSliced(slicer);
     };
     const snapshot = await Snapshot.load("ip_set", ctx, build);
     const sets = args.sets.map((entry, i) => ipProvider(ctx, setTag(entry), ["sets", i]));

@@ -2,7 +2,10 @@
 // replaces the old one only when the rebuild succeeds, so queries always see a complete set. One
 // reload at a time is the provider actor's rule (machines/provider.machine.ts), not this file's.
 // Every provider reports its rule count, skipped rules, build time and reloads as metrics here.
+// A build gets a Slicer and runs in slices of a few milliseconds that yield to the event loop
+// (reading, parsing and compiling alike), so rebuilding 100 000s of rules never stalls DNS.
 
+import { Slicer } from "../../engine/rules/slicer.js";
 import type { Cell, MetricsHub } from "../../observability/metrics.js";
 import type { Logger } from "../../observability/logger.js";
 
@@ -40,20 +43,23 @@ function cells(env: SnapshotEnv): ProviderCells {
   };
 }
 
+/** Builds a provider's rules, pausing whenever `slicer` says the slice has used its time. */
+export type SlicedBuild<T> = (slicer: Slicer) => Promise<T>;
+
 /** What a provider serves from: built once at start, rebuilt and swapped by reload. */
 export class Snapshot<T extends Countable> {
   private constructor(
     /** Read by the data plane; replaced by one reference assignment. */
     public current: T,
-    private readonly build: () => Promise<T>,
+    private readonly build: SlicedBuild<T>,
     private readonly log: Logger,
     private readonly kind: string,
     private readonly cells: ProviderCells,
   ) {}
 
-  static async load<T extends Countable>(kind: string, env: SnapshotEnv, build: () => Promise<T>): Promise<Snapshot<T>> {
+  static async load<T extends Countable>(kind: string, env: SnapshotEnv, build: SlicedBuild<T>): Promise<Snapshot<T>> {
     const started = performance.now();
-    const first = await build();
+    const first = await build(new Slicer());
     const ms = performance.now() - started;
     const snapshot = new Snapshot(first, build, env.log, kind, cells(env));
     snapshot.record(ms);
@@ -76,7 +82,7 @@ export class Snapshot<T extends Countable> {
   async reload(): Promise<{ rules: number }> {
     const started = performance.now();
     try {
-      this.current = await this.build();
+      this.current = await this.build(new Slicer());
     } catch (err) {
       this.cells.reloadError.value++;
       this.log.warn({ err: (err as Error).message }, `${this.kind} reload failed; keeping the previous rules`);

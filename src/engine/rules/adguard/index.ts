@@ -12,6 +12,7 @@
 
 import { suffixesOf } from "../domain.js";
 import { KeywordAutomaton } from "../keywords.js";
+import { finish, finishSliced, type Slicer, type Steps } from "../slicer.js";
 import { Tier, type ParsedRule, type RuleConditions } from "./parse.js";
 
 class Entry {
@@ -97,8 +98,17 @@ export class AdguardIndexBuilder {
   }
 
   build(skipped: number, disabled: number): AdguardIndex {
+    return finish(this.steps(skipped, disabled));
+  }
+
+  /** `build()` in slices that yield to the event loop (provider snapshots). */
+  buildSliced(skipped: number, disabled: number, slicer: Slicer): Promise<AdguardIndex> {
+    return finishSliced(this.steps(skipped, disabled), slicer);
+  }
+
+  private *steps(skipped: number, disabled: number): Steps<AdguardIndex> {
     const literals = [...this.literal.keys()];
-    const automaton = literals.length > 0 ? KeywordAutomaton.build(literals) : null;
+    const automaton = literals.length > 0 ? yield* KeywordAutomaton.steps(literals) : null;
     const byLiteral = literals.map((k) => this.literal.get(k) as Entry);
     return new AdguardIndex(this.names, automaton, byLiteral, this.scan, { rules: this.rules, skipped, disabled });
   }

@@ -6,7 +6,8 @@
 
 import { ArgError } from "../../../registry/types.js";
 import { RuleSyntaxError } from "../domain.js";
-import { LINES_PER_SLICE, readRuleLines, yieldToEventLoop, type ArgPath } from "../source.js";
+import { Slicer } from "../slicer.js";
+import { readRuleLines, type ArgPath } from "../source.js";
 import { AdguardIndexBuilder, type AdguardIndex } from "./index.js";
 import { parseAdguardLine, type ParsedRule } from "./parse.js";
 
@@ -77,17 +78,23 @@ const BADFILTER = /badfilter/i;
  * Reads inline rules then files (in order) and compiles them. A malformed rule is an ArgError
  * located at its item, or "file:line: ..." for a file. `onSkipped` gets one report per source.
  */
-export async function loadAdguardIndex(args: AdguardArgs, resolvePath: (path: string) => string, onSkipped: (report: SkippedReport) => void): Promise<AdguardIndex> {
+export async function loadAdguardIndex(
+  args: AdguardArgs,
+  resolvePath: (path: string) => string,
+  onSkipped: (report: SkippedReport) => void,
+  slicer = new Slicer(),
+): Promise<AdguardIndex> {
   const sources: Source[] = [inlineSource(args.rules)];
   for (let f = 0; f < args.files.length; f++) {
     const shown = args.files[f];
-    const lines = await readRuleLines(resolvePath(shown), shown, ["files", f]);
+    const lines = await readRuleLines(resolvePath(shown), shown, ["files", f], slicer);
     sources.push({ name: shown, lines, at: () => ["files", f], where: (i) => `${shown}:${i + 1}: ` });
   }
   const out: ParsedRule[] = [];
   const disabledKeys = new Set<string>();
   for (const src of sources) {
     for (let i = 0; i < src.lines.length; i++) {
+      if (slicer.due()) await slicer.pause();
       if (!BADFILTER.test(src.lines[i])) continue;
       parseOrLocate(src, i, out);
       for (const r of out) if (r.badfilter && r.badfilterKey !== null) disabledKeys.add(r.badfilterKey);
@@ -97,11 +104,10 @@ export async function loadAdguardIndex(args: AdguardArgs, resolvePath: (path: st
   const builder = new AdguardIndexBuilder();
   let disabled = 0;
   let skipped = 0;
-  let lines = 0;
   for (const src of sources) {
     let report: SkippedReport | null = null;
     for (let i = 0; i < src.lines.length; i++) {
-      if (++lines % LINES_PER_SLICE === 0) await yieldToEventLoop();
+      if (slicer.due()) await slicer.pause();
       const reason = parseOrLocate(src, i, out);
       if (reason !== null) {
         report ??= { source: src.name, count: 0, first: { line: i + 1, text: src.lines[i].trim(), reason } };
@@ -120,5 +126,5 @@ export async function loadAdguardIndex(args: AdguardArgs, resolvePath: (path: st
       onSkipped(report);
     }
   }
-  return builder.build(skipped, disabled);
+  return builder.buildSliced(skipped, disabled, slicer);
 }

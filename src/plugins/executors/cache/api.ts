@@ -1,5 +1,6 @@
 // What the cache's API routes return: entry rows and cursor paging in insertion order.
 
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { className, rcodeName, typeName } from "../../../dns/constants.js";
 import { decodeMessage } from "../../../dns/message.js";
 import { rrJson, type RrJson } from "../../../dns/rr-json.js";
@@ -33,6 +34,9 @@ export interface CacheEntryRow {
   /** The answer section as stored (TTLs as stored, capped at `ttl`). */
   answers: RrJson[];
 }
+
+/** Cursors are opaque: a stamp and a MAC (see cursorFor); this is their longest form. */
+export const CURSOR_MAX_LENGTH = 28;
 
 export interface CacheEntriesQuery {
   limit?: number;
@@ -101,11 +105,23 @@ function pageLimit(limit: number | undefined): number {
   return Math.min(MAX_PAGE, Math.max(1, limit));
 }
 
-/** Cursors name the insertion stamp of the last row shown: "b" + base 36. */
-function cursorBorn(cursor: string | null | undefined): number {
+/** A cursor's MAC: 12 bytes of HMAC-SHA256 under the cache's own key, base64url. */
+const cursorMac = (key: Buffer, stamp: string): string => createHmac("sha256", key).update(stamp).digest().subarray(0, 12).toString("base64url");
+
+/**
+ * Cursors name the insertion stamp of the last row shown ("b" + base 36) and carry a MAC under
+ * the cache's key, so a cursor this cache never handed out (however well-formed) is refused.
+ */
+function cursorFor(born: number, key: Buffer): string {
+  const stamp = `b${born.toString(36)}`;
+  return `${stamp}.${cursorMac(key, stamp)}`;
+}
+
+function cursorBorn(cursor: string | null | undefined, key: Buffer): number {
   if (cursor === undefined || cursor === null || cursor === "") return Infinity;
-  if (!/^b[0-9a-z]{1,10}$/.test(cursor)) throw new InvalidQueryError("cursor is not one this cache handed out");
-  return parseInt(cursor.slice(1), 36);
+  const m = /^(b[0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/.exec(cursor);
+  if (!m || !timingSafeEqual(Buffer.from(m[2]), Buffer.from(cursorMac(key, m[1])))) throw new InvalidQueryError("cursor is not one this cache handed out");
+  return parseInt(m[1].slice(1), 36);
 }
 
 function nameFilter(qname: string | undefined): string {
@@ -119,9 +135,9 @@ function nameFilter(qname: string | undefined): string {
  * last row, so paging visits every entry that lives through it exactly once, however entries are
  * used meanwhile; entries stored after the first page was read are not visited.
  */
-export function listEntries(all: Iterable<Entry>, query: CacheEntriesQuery, now: number): CacheEntriesPage {
+export function listEntries(all: Iterable<Entry>, query: CacheEntriesQuery, now: number, cursorKey: Buffer): CacheEntriesPage {
   const limit = pageLimit(query.limit);
-  const below = cursorBorn(query.cursor);
+  const below = cursorBorn(query.cursor, cursorKey);
   const filter = nameFilter(query.qname);
   // The `limit + 1` newest below the cursor, kept sorted by insertion stamp, newest first.
   const page: Entry[] = [];
@@ -145,5 +161,5 @@ export function listEntries(all: Iterable<Entry>, query: CacheEntriesQuery, now:
   const more = page.length > limit;
   const rows = page.slice(0, limit);
   const last = rows[rows.length - 1];
-  return { entries: rows.map((e) => entryRow(e, now)), next_cursor: more && last ? `b${last.born.toString(36)}` : null, total_entries: total };
+  return { entries: rows.map((e) => entryRow(e, now)), next_cursor: more && last ? cursorFor(last.born, cursorKey) : null, total_entries: total };
 }

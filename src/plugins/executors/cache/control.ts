@@ -5,11 +5,14 @@
 import { fromPromise } from "xstate";
 import { cacheMachine, type CacheOperation } from "../../../../machines/cache.machine.js";
 import { bytesReply, RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
-import { DEFAULT_PAGE, MAX_PAGE } from "./api.js";
+import { CURSOR_MAX_LENGTH, DEFAULT_PAGE, MAX_PAGE } from "./api.js";
 import { CacheApiError } from "./errors.js";
 import type { CacheExecutor } from "./executor.js";
 
-/** A dump of a large cache is big; loading one is allowed more than an ordinary request body. */
+/**
+ * load_dump's own body limit (the API's body_bytes does not apply): a dump of a large cache is big.
+ * The body is decoded as it arrives and only `size` entries are kept, so memory does not follow it.
+ */
 export const LOAD_DUMP_BODY_LIMIT = 256 * 1024 * 1024;
 
 const rrSchema = {
@@ -65,7 +68,7 @@ async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknow
     case "CACHE.DUMP":
       return cache.dump();
     case "CACHE.LOAD":
-      return cache.load(op.data);
+      return cache.load(op.source);
   }
 }
 
@@ -75,8 +78,9 @@ const ask = (plugin: { tag: string; concern: { ask(e: { type: string } & Record<
   return plugin.concern.ask(event);
 };
 
-const flush = (method: "GET" | "POST"): PluginRoute<CacheExecutor> => ({
-  method,
+const flush: PluginRoute<CacheExecutor> = {
+  // POST only: a GET that empties the cache could be fired by a link, a redirect or a prefetch.
+  method: "POST",
   path: "flush",
   summary: "Remove every entry",
   changesState: true,
@@ -85,7 +89,7 @@ const flush = (method: "GET" | "POST"): PluginRoute<CacheExecutor> => ({
   async handle(_req, plugin) {
     return { ok: true, cleared_entries: (await ask(plugin, { type: "CACHE.FLUSH" })) as number };
   },
-});
+};
 
 const routes: PluginRoute<CacheExecutor>[] = [
   {
@@ -99,7 +103,7 @@ const routes: PluginRoute<CacheExecutor>[] = [
         additionalProperties: false,
         properties: {
           limit: { type: "integer", minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE },
-          cursor: { type: "string", maxLength: 16, description: "next_cursor of the previous page" },
+          cursor: { type: "string", maxLength: CURSOR_MAX_LENGTH, description: "next_cursor of the previous page" },
           qname: { type: "string", maxLength: 255, description: "Case-insensitive substring of the question name" },
         },
       },
@@ -129,8 +133,7 @@ const routes: PluginRoute<CacheExecutor>[] = [
       return { ok: true, deleted: true };
     },
   },
-  flush("GET"),
-  flush("POST"),
+  flush,
   {
     method: "GET",
     path: "dump",
@@ -143,14 +146,15 @@ const routes: PluginRoute<CacheExecutor>[] = [
   {
     method: "POST",
     path: "load_dump",
-    summary: "Replace the entries with those of a dump (raw bytes); undecodable data changes nothing",
-    body: "raw",
+    summary: "Replace the entries with those of a dump (raw bytes, up to 256 MiB); undecodable data changes nothing",
+    description: "The dump is decoded as it arrives, in slices that leave DNS served, and only the `size` most recently used live entries are kept.",
+    body: "stream",
     bodyLimit: LOAD_DUMP_BODY_LIMIT,
-    errors: ["invalid_cache_dump", "cache_busy"],
+    errors: ["invalid_cache_dump", "cache_busy", "body_too_large"],
     schema: { response: { 200: { type: "object", properties: { ...ok, loaded_entries: { type: "integer" } } } } },
     async handle(req, plugin) {
-      const data = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      return { ok: true, loaded_entries: (await ask(plugin, { type: "CACHE.LOAD", data })) as number };
+      const source = (req.body ?? []) as AsyncIterable<Uint8Array>;
+      return { ok: true, loaded_entries: (await ask(plugin, { type: "CACHE.LOAD", source })) as number };
     },
   },
 ];

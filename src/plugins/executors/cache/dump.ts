@@ -12,6 +12,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdir, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { indexMessage } from "../../../dns/view.js";
+import type { Slicer } from "../../../engine/rules/slicer.js";
+import { RouteError } from "../../../registry/control.js";
 import { restoreEntry, storedQuestionEnd } from "./admit.js";
 import { InvalidDumpError } from "./errors.js";
 import { keyString, parseKey } from "./key.js";
@@ -54,97 +56,173 @@ export function encodeDump(entries: Iterable<Entry>, now: number, unixNow: numbe
   return Buffer.concat([body, createHash("sha256").update(body).digest()]);
 }
 
-class Reader {
-  pos = 0;
-  constructor(private readonly buf: Buffer) {}
-  need(n: number, what: string): void {
-    if (this.pos + n > this.buf.length) throw new InvalidDumpError(`dump truncated inside ${what}`);
-  }
-  u8(): number {
-    return this.buf[this.pos++];
-  }
-  u16(): number {
-    const v = this.buf.readUInt16BE(this.pos);
-    this.pos += 2;
-    return v;
-  }
-  u32(): number {
-    const v = this.buf.readUInt32BE(this.pos);
-    this.pos += 4;
-    return v;
-  }
-  f64(): number {
-    const v = this.buf.readDoubleBE(this.pos);
-    this.pos += 8;
-    return v;
-  }
-  bytes(n: number): Buffer {
-    const v = this.buf.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    return v;
-  }
-}
+/** Bytes decoded in one step: a step (hash, framing, up to a few hundred full entries) takes a few ms at most. */
+const PIECE = 64 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 /**
- * Checks and decodes a whole dump before anything is used, so bad data never half-loads.
- * Returns live entries most recently used first, with times moved to monotonic `now`.
+ * Decodes a dump as its bytes arrive, in steps of at most PIECE bytes, keeping only the first
+ * `capacity` live entries (the most recently used ones): the rest are framed and hashed, never
+ * decoded, so memory stays at `capacity` entries whatever the dump's size. Nothing is returned
+ * before the checksum at the end has been verified, so bad data never half-loads. A damaged file
+ * is reported as a checksum mismatch even when an entry before the damage looks wrong.
  */
-export function decodeDump(data: Buffer, now: number, unixNow: number): Entry[] {
-  if (data.length < HEADER + DIGEST || !data.subarray(0, MAGIC.length).equals(MAGIC)) throw new InvalidDumpError("not a Sluice cache dump");
-  const version = data[MAGIC.length];
-  if (version !== VERSION) throw new InvalidDumpError(`unsupported cache dump version ${version} (this build reads ${VERSION})`);
-  const body = data.subarray(0, data.length - DIGEST);
-  if (!createHash("sha256").update(body).digest().equals(data.subarray(data.length - DIGEST))) {
-    throw new InvalidDumpError("cache dump checksum mismatch (file damaged or incomplete)");
+export class DumpDecoder {
+  private readonly hash = createHash("sha256");
+  /** The last DIGEST bytes seen: they may be the digest, so they are held back from hash and parser. */
+  private tail = EMPTY;
+  /** Bytes of a header or an entry that has not arrived whole yet. */
+  private pending = EMPTY;
+  private total = 0;
+  private header = false;
+  private count = 0;
+  private elapsed = 0;
+  /** Entries framed so far. */
+  private index = 0;
+  private readonly kept: Entry[] = [];
+  private readonly seen = new Set<string>();
+  /** The first entry that did not decode; reported only once the checksum is known to match. */
+  private failure: InvalidDumpError | null = null;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly now: number,
+    private readonly unixNow: number,
+  ) {}
+
+  /** Feeds the next bytes; a chunk bigger than PIECE is one step per PIECE for `feed`, one call here. */
+  write(chunk: Buffer): void {
+    this.total += chunk.length;
+    const data = this.tail.length > 0 ? Buffer.concat([this.tail, chunk]) : chunk;
+    if (data.length <= DIGEST) {
+      this.tail = Buffer.from(data);
+      return;
+    }
+    const body = data.subarray(0, data.length - DIGEST);
+    this.tail = Buffer.from(data.subarray(data.length - DIGEST));
+    this.hash.update(body);
+    if (this.failure === null) this.parse(body);
   }
-  const r = new Reader(body);
-  r.pos = MAGIC.length + 1;
-  const dumpedAt = r.f64();
-  const count = r.u32();
-  if (!Number.isFinite(dumpedAt)) throw new InvalidDumpError("bad dump time");
-  // A dump from the future (clock stepped back) is treated as written just now.
-  const elapsed = Math.max(0, unixNow - dumpedAt);
-  const out: Entry[] = [];
-  const seen = new Set<string>();
-  for (let i = 0; i < count; i++) {
+
+  /** Checks the digest and completeness; the kept entries, most recently used first. */
+  finish(): Entry[] {
+    if (this.total < HEADER + DIGEST || !this.header) throw new InvalidDumpError("not a Sluice cache dump");
+    if (!this.hash.digest().equals(this.tail)) throw new InvalidDumpError("cache dump checksum mismatch (file damaged or incomplete)");
+    if (this.failure !== null) throw this.failure;
+    if (this.index < this.count || this.pending.length > 0) throw new InvalidDumpError("dump truncated inside an entry");
+    return this.kept;
+  }
+
+  private parse(body: Buffer): void {
+    const buf = this.pending.length > 0 ? Buffer.concat([this.pending, body]) : body;
+    let pos = 0;
+    if (!this.header) {
+      const head = buf.subarray(0, Math.min(buf.length, MAGIC.length));
+      if (!head.equals(MAGIC.subarray(0, head.length))) throw new InvalidDumpError("not a Sluice cache dump");
+      if (buf.length < HEADER) {
+        this.pending = Buffer.from(buf);
+        return;
+      }
+      const version = buf[MAGIC.length];
+      if (version !== VERSION) throw new InvalidDumpError(`unsupported cache dump version ${version} (this build reads ${VERSION})`);
+      const dumpedAt = buf.readDoubleBE(MAGIC.length + 1);
+      this.count = buf.readUInt32BE(MAGIC.length + 9);
+      if (!Number.isFinite(dumpedAt)) this.failure = new InvalidDumpError("bad dump time");
+      // A dump from the future (clock stepped back) is treated as written just now.
+      this.elapsed = Math.max(0, this.unixNow - dumpedAt);
+      this.header = true;
+      pos = HEADER;
+    }
+    try {
+      while (this.failure === null && pos < buf.length) {
+        if (this.index >= this.count) throw new InvalidDumpError("trailing bytes after the last cache dump entry");
+        if (buf.length - pos < 2) break;
+        const keyLen = buf.readUInt16BE(pos);
+        const wireLenAt = pos + ENTRY_FIXED + keyLen - 2;
+        if (buf.length < wireLenAt + 2) break;
+        const end = wireLenAt + 2 + buf.readUInt16BE(wireLenAt);
+        if (buf.length < end) break;
+        this.index++;
+        if (this.kept.length < this.capacity) this.entry(buf, pos, keyLen, end);
+        pos = end;
+      }
+    } catch (err) {
+      if (!(err instanceof InvalidDumpError)) throw err;
+      this.failure = err;
+    }
+    this.pending = this.failure === null && pos < buf.length ? Buffer.from(buf.subarray(pos)) : EMPTY;
+  }
+
+  /** Decodes the entry at `at` (framing known to be whole) and keeps it when it is still live. */
+  private entry(buf: Buffer, at: number, keyLen: number, end: number): void {
+    const n = this.index;
     const fail = (why: string): never => {
-      throw new InvalidDumpError(`cache dump entry ${i + 1}: ${why}`);
+      throw new InvalidDumpError(`cache dump entry ${n}: ${why}`);
     };
-    r.need(2, "an entry");
-    const keyLen = r.u16();
-    r.need(keyLen + ENTRY_FIXED - 2, "an entry");
-    const key = r.bytes(keyLen).toString("utf8");
+    let pos = at + 2;
+    const key = buf.toString("utf8", pos, pos + keyLen);
+    pos += keyLen;
     const parsed = parseKey(key);
     if (!parsed) fail("malformed key");
-    if (seen.has(key)) fail("duplicate key");
+    if (this.seen.has(key)) fail("duplicate key");
     const fields = parsed as NonNullable<typeof parsed>;
-    seen.add(key);
-    const flags = r.u8();
-    const ttl = r.u32();
-    const age = r.f64();
-    const freshLeft = r.f64();
-    const expireLeft = r.f64();
-    const idle = r.f64();
-    const wireLen = r.u16();
-    r.need(wireLen, "an entry's message");
-    const wire = Buffer.from(r.bytes(wireLen));
+    const flags = buf[pos];
+    const ttl = buf.readUInt32BE(pos + 1);
+    const age = buf.readDoubleBE(pos + 5);
+    const freshLeft = buf.readDoubleBE(pos + 13);
+    const expireLeft = buf.readDoubleBE(pos + 21);
+    const idle = buf.readDoubleBE(pos + 29);
+    const wire = Buffer.from(buf.subarray(pos + 39, end));
     if (flags > 1 || ttl > 0x7fffffff) fail("bad flags or ttl");
     if (![age, freshLeft, expireLeft, idle].every(Number.isFinite) || age < 0 || idle < 0 || expireLeft <= 0 || freshLeft > expireLeft) fail("bad times");
+    const { now, elapsed } = this;
     try {
       const index = indexMessage(wire);
       const qnameEnd = storedQuestionEnd(wire, index, fields);
       if (qnameEnd < 0) fail("message does not answer its key");
-      if (expireLeft - elapsed <= 0) continue;
+      if (expireLeft - elapsed <= 0) return;
       const e = restoreEntry(fields, wire, index, ttl, flags === 1, now - age - elapsed, now + freshLeft - elapsed, now + expireLeft - elapsed, qnameEnd);
       e.lastAccess = Math.floor(now - idle - elapsed);
-      out.push(e);
+      this.seen.add(key);
+      this.kept.push(e);
     } catch (err) {
       if (err instanceof InvalidDumpError) throw err;
       fail(`unreadable message (${(err as Error).message})`);
     }
   }
-  if (r.pos !== body.length) throw new InvalidDumpError("trailing bytes after the last cache dump entry");
-  return out;
+}
+
+/**
+ * Decodes a dump held in memory (tests, small dumps): live entries most recently used first, at
+ * most `capacity`, with times moved to monotonic `now`. Throws InvalidDumpError on bad data.
+ */
+export function decodeDump(data: Buffer, now: number, unixNow: number, capacity = Infinity): Entry[] {
+  const d = new DumpDecoder(capacity, now, unixNow);
+  for (let at = 0; at < data.length; at += PIECE) d.write(data.subarray(at, at + PIECE));
+  return d.finish();
+}
+
+/**
+ * Decodes a dump as it streams in, in slices that yield to the event loop (a 200 MB dump never
+ * stalls DNS): up to `capacity` live entries, most recently used first. A source that fails (an
+ * upload cut short, a read error) is an InvalidDumpError; a RouteError from the source (its size
+ * limit) passes through.
+ */
+export async function decodeDumpStream(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, capacity: number, slicer: Slicer): Promise<Entry[]> {
+  const d = new DumpDecoder(capacity, performance.now(), Date.now());
+  try {
+    for await (const chunk of source) {
+      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      for (let at = 0; at < buf.length; at += PIECE) {
+        d.write(buf.subarray(at, at + PIECE));
+        if (slicer.dueNow()) await slicer.pause();
+      }
+    }
+  } catch (err) {
+    if (err instanceof RouteError) throw err;
+    throw new InvalidDumpError(`the dump could not be read to its end (${(err as Error).message})`);
+  }
+  return d.finish();
 }
 
 /** Writes `data` so that `path` only ever holds a complete file: temp file in the same directory, fsync, rename. */

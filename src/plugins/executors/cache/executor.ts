@@ -1,7 +1,8 @@
 // The cache executor: lookup and hit serving (hot path), admission after a miss, serve-stale with
 // one background refresh per key, periodic sweep and dump, and the functions the API routes call.
 
-import { readFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { open } from "node:fs/promises";
 import { DnsResponse } from "../../../dns/response.js";
 import type { DnsContext } from "../../../engine/context.js";
 import { isPromise, runNext, Step, type Continuation, type StepResult } from "../../../engine/types.js";
@@ -10,7 +11,8 @@ import type { MetricsHub } from "../../../observability/metrics.js";
 import type { ExecutorPlugin } from "../../../registry/types.js";
 import { makeEntry, type AdmitPolicy } from "./admit.js";
 import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
-import { decodeDump, encodeDump, writeFileAtomic } from "./dump.js";
+import { Slicer } from "../../../engine/rules/slicer.js";
+import { decodeDumpStream, encodeDump, writeFileAtomic } from "./dump.js";
 import { InvalidEntryIdError } from "./errors.js";
 import { keyFromId, keyString, requestBits, requestEcs, type KeyParts } from "./key.js";
 import type { RedisTier } from "./redis-tier.js";
@@ -42,7 +44,8 @@ export const SWEEP_INTERVAL_MS = 30_000;
 
 export class CacheExecutor implements ExecutorPlugin {
   readonly continuation = true;
-  private readonly store: LruStore;
+  /** Replaced whole by a load (built aside, then swapped), so queries never see a half-loaded cache. */
+  private store: LruStore;
   private readonly stats: CacheStats;
   private readonly shortCircuit: boolean;
   private readonly ecsInKey: boolean;
@@ -53,6 +56,8 @@ export class CacheExecutor implements ExecutorPlugin {
   private timers: NodeJS.Timeout[] = [];
   private destroyed = false;
   private readonly tier: RedisTier | null;
+  /** Signs the paging cursors this cache hands out. */
+  private readonly cursorKey = randomBytes(16);
 
   constructor(
     private readonly options: CacheOptions,
@@ -280,21 +285,24 @@ export class CacheExecutor implements ExecutorPlugin {
   }
 
   private async loadFile(file: string): Promise<void> {
-    let data: Buffer;
+    let fh: Awaited<ReturnType<typeof open>>;
     try {
-      data = await readFile(file);
+      fh = await open(file, "r");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       this.log.warn({ file, err: (err as Error).message }, "cache dump could not be read; starting empty");
       return;
     }
-    if (data.length === 0) return;
     try {
-      const n = this.load(data);
+      if ((await fh.stat()).size === 0) return;
+      // Streamed and decoded in slices: a reload re-reads the file while the old runtime serves DNS.
+      const n = await this.load(fh.createReadStream({ highWaterMark: 256 * 1024, autoClose: false }));
       this.changes = 0;
       this.log.info({ file, entries: n }, "cache dump loaded");
     } catch (err) {
       this.log.warn({ file, err: (err as Error).message }, "cache dump ignored; starting empty");
+    } finally {
+      await fh.close().catch(() => undefined);
     }
   }
 
@@ -324,7 +332,7 @@ export class CacheExecutor implements ExecutorPlugin {
 
   /** Live entries, most recently used first. Throws InvalidQueryError for a bad limit or cursor. */
   entries(query: CacheEntriesQuery = {}): CacheEntriesPage {
-    return listEntries(this.store.byRecency(), query, performance.now());
+    return listEntries(this.store.byRecency(), query, performance.now(), this.cursorKey);
   }
 
   /** Throws InvalidEntryIdError for an id this cache could not have made; false when absent. */
@@ -364,12 +372,23 @@ export class CacheExecutor implements ExecutorPlugin {
     return encodeDump(this.store.byRecency(), performance.now(), Date.now());
   }
 
-  /** Replaces the content with a dump's live entries; throws InvalidDumpError and changes nothing on bad data. */
-  load(data: Buffer): number {
-    const loaded = decodeDump(data, performance.now(), Date.now()).slice(0, this.store.capacity);
-    this.store.clear();
-    for (let i = loaded.length - 1; i >= 0; i--) this.store.insert(loaded[i]);
-    this.stats.entries.value = this.store.size;
+  /**
+   * Replaces the content with a dump's live entries (the `size` most recently used). The dump is
+   * decoded as it arrives and the new content built aside, in slices that yield to the event loop;
+   * queries use the old content until the new one is swapped in. Throws InvalidDumpError and
+   * changes nothing on bad data.
+   */
+  async load(source: Buffer | AsyncIterable<Uint8Array>): Promise<number> {
+    const slicer = new Slicer();
+    const capacity = this.store.capacity;
+    const loaded = await decodeDumpStream(Buffer.isBuffer(source) ? [source] : source, capacity, slicer);
+    const fresh = new LruStore(capacity, this.store.births);
+    for (let i = loaded.length - 1; i >= 0; i--) {
+      fresh.insert(loaded[i]);
+      if (slicer.due()) await slicer.pause();
+    }
+    this.store = fresh;
+    this.stats.entries.value = fresh.size;
     this.changes++;
     return loaded.length;
   }

@@ -48,9 +48,20 @@ export class LruStore {
   private head: Entry | null = null;
   private tail: Entry | null = null;
   private stamp = 0;
-  private births = 0;
+  private born: number;
 
-  constructor(readonly capacity: number) {}
+  /** `births`: the last insertion stamp of the store this one replaces (paging cursors keep their meaning). */
+  constructor(
+    readonly capacity: number,
+    births = 0,
+  ) {
+    this.born = births;
+  }
+
+  /** The last insertion stamp handed out. */
+  get births(): number {
+    return this.born;
+  }
 
   get size(): number {
     return this.count;
@@ -80,7 +91,7 @@ export class LruStore {
     this.byName.set(e.qname, e);
     this.count++;
     e.seq = ++this.stamp;
-    e.born = ++this.births;
+    e.born = ++this.born;
     this.linkHead(e);
     let evicted = 0;
     while (this.count > this.capacity && this.tail) {

@@ -7,8 +7,10 @@
 //   GeoIPList   { repeated GeoIP entry = 1 }
 //   GeoIP       { string country_code = 1; repeated CIDR cidr = 2; bool reverse_match = 3 }
 //   CIDR        { bytes ip = 1; uint32 prefix = 2 }
-// Only the selected lists are decoded; the others are skipped by length.
+// Only the selected lists are decoded; the others are skipped by length. Decoding runs in slices
+// that yield to the event loop (engine/rules/slicer.ts), so a big file never stalls DNS.
 
+import { Slicer } from "../../../engine/rules/slicer.js";
 import { ProtoReader, WireType, expectWire, type Field } from "./protobuf.js";
 
 export const DomainType = { plain: 0, regex: 1, domain: 2, full: 3 } as const;
@@ -16,9 +18,6 @@ export const DomainType = { plain: 0, regex: 1, domain: 2, full: 3 } as const;
 /** Lists wanted, by upper-case code; each maps to attribute filters (empty filter: the whole list). */
 export type Selection = Map<string, string[][]> | null;
 
-/** Yield to the event loop every this many decoded items, so a big file never stalls DNS. */
-const ITEMS_PER_SLICE = 20_000;
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Every entry's code and a reader factory for its body; an unselected body is never decoded. */
 function* entries(buf: Uint8Array): Generator<{ code: string; body: () => ProtoReader }> {
@@ -61,9 +60,8 @@ function domainAttrs(r: ProtoReader, f: Field): string[] {
  * Calls `onDomain` for every domain of the selected geosite lists (all lists when `selection` is
  * null). Returns the selected codes the file has. Throws ProtobufError for a corrupt file.
  */
-export async function readGeoSite(buf: Uint8Array, selection: Selection, onDomain: (type: number, value: string, code: string) => void): Promise<Set<string>> {
+export async function readGeoSite(buf: Uint8Array, selection: Selection, onDomain: (type: number, value: string, code: string) => void, slicer = new Slicer()): Promise<Set<string>> {
   const found = new Set<string>();
-  let items = 0;
   for (const { code, body } of entries(buf)) {
     const filters = selection === null ? [[]] : selection.get(code);
     if (filters === undefined) continue;
@@ -90,7 +88,7 @@ export async function readGeoSite(buf: Uint8Array, selection: Selection, onDomai
         }
       }
       if (wholeList || filters.some((need) => need.every((a) => attrs.includes(a)))) onDomain(type, value, code);
-      if (++items % ITEMS_PER_SLICE === 0) await yieldToEventLoop();
+      if (slicer.due()) await slicer.pause();
     }
   }
   return found;
@@ -105,9 +103,9 @@ export async function readGeoIp(
   selection: ReadonlySet<string> | null,
   onList: (code: string, reverse: boolean) => void,
   onCidr: (ip: Uint8Array, prefix: number) => void,
+  slicer = new Slicer(),
 ): Promise<Set<string>> {
   const found = new Set<string>();
-  let items = 0;
   for (const { code, body } of entries(buf)) {
     if (selection !== null && !selection.has(code)) continue;
     found.add(code);
@@ -138,7 +136,7 @@ export async function readGeoIp(
         }
       }
       onCidr(ip, prefix);
-      if (++items % ITEMS_PER_SLICE === 0) await yieldToEventLoop();
+      if (slicer.due()) await slicer.pause();
     }
   }
   return found;

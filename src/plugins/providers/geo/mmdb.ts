@@ -5,13 +5,11 @@
 // each distinct record's first network); the tree walk itself is ours, as mmdb-lib has none.
 
 import { Reader, type CountryResponse } from "mmdb-lib";
+import { Slicer } from "../../../engine/rules/slicer.js";
 
 const MARKER = Buffer.from("abcdef4d61784d696e642e636f6d", "hex"); // "\xAB\xCD\xEFMaxMind.com"
 /** The metadata sits in the last 128 KiB of the file (MaxMind DB spec). */
 const METADATA_MAX = 128 * 1024;
-/** Tree nodes walked between two yields to the event loop. */
-const NODES_PER_SLICE = 50_000;
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** True when `buf` looks like a MaxMind DB (the metadata marker near its end). */
 export function isMmdb(buf: Buffer): boolean {
@@ -40,6 +38,7 @@ export async function readMmdbCountries(
   buf: Buffer,
   selection: ReadonlySet<string> | null,
   onNetwork: (ip: Uint8Array, bits: number) => void,
+  slicer = new Slicer(),
 ): Promise<{ found: Set<string>; all: Set<string> }> {
   let reader: Reader<CountryResponse>;
   try {
@@ -119,7 +118,7 @@ export async function readMmdbCountries(
       const depth = stack.pop() as number;
       const node = stack.pop() as number;
       if (++visits > maxVisits) throw new MmdbError("the search tree is not a tree (nodes are reached more than once)");
-      if (visits % NODES_PER_SLICE === 0) await yieldToEventLoop();
+      if (slicer.due()) await slicer.pause();
       // Right first onto the stack, so the left (lower) half comes out first.
       for (let side = 1; side >= 0; side--) {
         words[0] = w0;
