@@ -6,7 +6,7 @@ import { App, checkConfig, describe } from "./app/app.js";
 import { tuneHeapGrowth } from "./app/heap.js";
 import { replaceProcess, type Handover } from "./app/restart.js";
 import { selfTest } from "./app/self-test.js";
-import { AUTH_ENV, configSource, DEFAULT_POLL, SourceError, type ConfigSource } from "./cluster/config-source.js";
+import { AUTH_ENV, configSource, DEFAULT_POLL, DEFAULT_TIMEOUT, SourceError, type ConfigSource } from "./cluster/config-source.js";
 import { initialPull, type Following } from "./cluster/follow.js";
 import { runUpgradeCommand, UPGRADE_HELP, UpgradeUsageError } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
@@ -40,6 +40,8 @@ A replica of a primary (start only):
                            (or the environment variable ${AUTH_ENV}); never printed
       --config-from-ca FILE  PEM CA that signed an https primary's certificate
       --config-poll DURATION how often the primary is asked (default ${DEFAULT_POLL}, 1s to 1h)
+      --config-from-timeout DURATION
+                           the whole pull ends within this, or counts as failed (default ${DEFAULT_TIMEOUT})
 
 check exits 0 when the configuration is valid, 1 with every problem listed otherwise.
 SIGINT and SIGTERM stop the service gracefully.
@@ -55,6 +57,7 @@ interface Options {
   configFromAuthFile?: string;
   configFromCa?: string;
   configPoll?: string;
+  configFromTimeout?: string;
 }
 
 class UsageError extends Error {}
@@ -80,6 +83,7 @@ function parseArgs(argv: string[]): Options | "help" | "version" {
     else if (flag === "--config-from-auth-file" && command === "start") opts.configFromAuthFile = resolve(need());
     else if (flag === "--config-from-ca" && command === "start") opts.configFromCa = resolve(need());
     else if (flag === "--config-poll" && command === "start") opts.configPoll = need();
+    else if (flag === "--config-from-timeout" && command === "start") opts.configFromTimeout = need();
     else if ((flag === "-l" || flag === "--log-level") && command === "start") {
       const level = need().toLowerCase();
       if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`log level must be one of ${LOG_LEVELS.join(", ")}`);
@@ -155,15 +159,15 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
-  if (opts.configFrom === undefined && (opts.configFromAuthFile ?? opts.configFromCa ?? opts.configPoll) !== undefined) {
-    process.stderr.write("error: --config-from-auth-file, --config-from-ca and --config-poll go with --config-from\n");
+  if (opts.configFrom === undefined && (opts.configFromAuthFile ?? opts.configFromCa ?? opts.configPoll ?? opts.configFromTimeout) !== undefined) {
+    process.stderr.write("error: --config-from-auth-file, --config-from-ca, --config-poll and --config-from-timeout go with --config-from\n");
     return 2;
   }
   let follow: Following | undefined;
   if (opts.configFrom !== undefined) {
     let source: ConfigSource;
     try {
-      source = configSource({ url: opts.configFrom, authFile: opts.configFromAuthFile, caFile: opts.configFromCa, poll: opts.configPoll, env: process.env });
+      source = configSource({ url: opts.configFrom, authFile: opts.configFromAuthFile, caFile: opts.configFromCa, poll: opts.configPoll, timeout: opts.configFromTimeout, env: process.env });
     } catch (err) {
       if (!(err instanceof SourceError)) throw err;
       process.stderr.write(`error: ${err.message}\n`);

@@ -13,7 +13,8 @@ import type { ApiConfig } from "../config/schema.js";
 import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
-import { RequestGuard, type Refusal } from "./guard.js";
+import { protectListener } from "../net/outbound-policy.js";
+import { isLoopback, RequestGuard, type Refusal } from "./guard.js";
 import type { ApiHost } from "./host.js";
 import { buildOpenApi } from "./openapi.js";
 import { registerConfigRoutes } from "./routes/config.js";
@@ -40,6 +41,15 @@ export interface ApiServer {
 /** What every route module receives. */
 export interface RouteContext {
   host: ApiHost;
+  /** Who can reach the listener, and whether requests must authenticate (follows reloads of `api`). */
+  readonly access: () => ApiAccess;
+}
+
+export interface ApiAccess {
+  /** The listen address is loopback: only this machine can connect. */
+  loopbackListener: boolean;
+  /** Basic Auth is configured, or TLS requires a client certificate. */
+  authConfigured: boolean;
 }
 
 interface Policy {
@@ -204,7 +214,12 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       return reply.code(ERROR_STATUS[code]).send(errorBody(code, message));
     }
     if (err.statusCode === ERROR_STATUS.body_too_large) {
-      const message = `request body is larger than the limit of ${formatBytes(bodyLimit)}; raise api.http.limits.body_bytes (then restart) to accept larger bodies`;
+      // A route with its own, smaller limit (the upgrade routes' 16 KiB) names that one: the global setting does not raise it.
+      const routeLimit = req.routeOptions.bodyLimit;
+      const message =
+        routeLimit !== undefined && routeLimit !== bodyLimit
+          ? `request body is larger than the limit of ${formatBytes(routeLimit)} for ${req.method} ${req.routeOptions.url ?? ""}`
+          : `request body is larger than the limit of ${formatBytes(bodyLimit)}; raise api.http.limits.body_bytes (then restart) to accept larger bodies`;
       return reply.code(ERROR_STATUS.body_too_large).send(errorBody("body_too_large", message));
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
@@ -221,7 +236,10 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     return reply.code(ERROR_STATUS.not_found).send(errorBody("not_found", `no route ${req.method} ${path}`));
   });
 
-  const ctx: RouteContext = { host };
+  const ctx: RouteContext = {
+    host,
+    access: () => ({ loopbackListener: isLoopback(parseListen(policy.config.listen).host), authConfigured: policy.auth !== null || (tls !== null && policy.config.ssl?.require_client_cert === true) }),
+  };
   registerControlRoutes(fastify, ctx);
   registerConfigRoutes(fastify, ctx);
   registerInspectRoutes(fastify, ctx);
@@ -240,6 +258,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     const info = typeof a === "object" && a ? a : { address: addr.host, port: addr.port };
     return { address: info.address, port: info.port, protocol: tls ? "https" : "http" };
   };
+  let unprotect = (): void => {};
   return {
     fastify,
     address,
@@ -247,6 +266,8 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });
       const a = address();
       host.log.info({ target: "api", address: a.address, port: a.port, protocol: a.protocol }, "management API listening");
+      // No outbound request of this process (download, upgrade, config-from, any redirect) may reach it.
+      unprotect = protectListener(a.address, a.port);
     },
     updatePolicy(config) {
       if (config.listen !== policy.config.listen || JSON.stringify(config.ssl) !== JSON.stringify(policy.config.ssl)) {
@@ -259,6 +280,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       fastify.server.maxConnections = config.limits?.max_conns ?? DEFAULT_MAX_CONNS;
     },
     async close() {
+      unprotect();
       await fastify.close();
     },
   };

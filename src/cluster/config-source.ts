@@ -1,21 +1,23 @@
 // Where a replica's configuration comes from (`sluice start --config-from URL`): the primary's
 // GET /api/config, with the primary's API credentials (basic auth) and, for https, an optional CA.
 // Credentials come from `--config-from-auth-file` or SLUICE_CONFIG_FROM_AUTH (user:password) and
-// are never printed: the URL is shown without them. The answer is bounded in size and time, and its
-// `version` must be the sha256 of its `content`.
+// are never printed: the URL is shown without them. The request goes through the shared outbound
+// GET (src/net/http-get.ts): one deadline for the whole pull (--config-from-timeout: a primary that
+// trickles still ends on time), at most the replica's api.http.limits.body_bytes, no redirect
+// followed; the answer's `version` must be the sha256 of its `content`.
 
-import http from "node:http";
-import https from "node:https";
 import { readFileSync } from "node:fs";
 import { contentVersion } from "../config/load.js";
+import { DEFAULT_BODY_BYTES } from "../config/limits.js";
 import { parseDuration } from "../engine/duration.js";
+import { getBuffer } from "../net/http-get.js";
 import type { Fetched } from "../../machines/config-follow.machine.js";
 
 export const AUTH_ENV = "SLUICE_CONFIG_FROM_AUTH";
 export const DEFAULT_POLL = "5s";
-/** Largest configuration read from the primary. */
-export const MAX_CONFIG_BYTES = 8 * 1024 * 1024;
-const REQUEST_TIMEOUT_MS = 10_000;
+/** Largest answer read from the primary when the replica has no api.http.limits.body_bytes of its own. */
+export const MAX_CONFIG_BYTES = DEFAULT_BODY_BYTES;
+export const DEFAULT_TIMEOUT = "10s";
 
 export interface ConfigSource {
   /** Base URL of the primary's API, without credentials. */
@@ -25,6 +27,8 @@ export interface ConfigSource {
   /** PEM CA for an https primary with its own CA. */
   ca: Buffer | null;
   intervalMs: number;
+  /** The whole pull (connect, headers, body) ends within this. */
+  timeoutMs: number;
 }
 
 export interface SourceOptions {
@@ -32,6 +36,7 @@ export interface SourceOptions {
   authFile?: string;
   caFile?: string;
   poll?: string;
+  timeout?: string;
   env: NodeJS.ProcessEnv;
 }
 
@@ -72,7 +77,14 @@ export function configSource(o: SourceOptions): ConfigSource {
     throw new SourceError(`--config-poll: ${(err as Error).message}`);
   }
   if (intervalMs < 1000 || intervalMs > 3_600_000) throw new SourceError("--config-poll must be between 1s and 1h");
-  return { url, auth, ca, intervalMs };
+  let timeoutMs: number;
+  try {
+    timeoutMs = parseDuration(o.timeout ?? DEFAULT_TIMEOUT);
+  } catch (err) {
+    throw new SourceError(`--config-from-timeout: ${(err as Error).message}`);
+  }
+  if (timeoutMs < 100 || timeoutMs > 600_000) throw new SourceError("--config-from-timeout must be between 100ms and 10m");
+  return { url, auth, ca, intervalMs, timeoutMs };
 }
 
 /** The primary's URL as logs and the API show it (never with credentials). */
@@ -80,37 +92,22 @@ export function sourceName(s: ConfigSource): string {
   return s.url.origin + s.url.pathname.replace(/\/$/, "");
 }
 
-/** GET <primary>/api/config: the configuration text and its version. Throws saying why not. */
-export function fetchConfig(s: ConfigSource): Promise<Fetched> {
+/** GET <primary>/api/config within the deadline and at most `maxBytes`: the configuration text and its version. Throws saying why not. */
+export async function fetchConfig(s: ConfigSource, maxBytes = MAX_CONFIG_BYTES, signal?: AbortSignal): Promise<Fetched> {
   const target = new URL(`${s.url.pathname.replace(/\/$/, "")}/api/config`, s.url);
-  const headers: Record<string, string> = { accept: "application/json" };
-  if (s.auth !== null) headers.authorization = `Basic ${Buffer.from(s.auth).toString("base64")}`;
-  const client = target.protocol === "https:" ? https : http;
-  return new Promise((resolve, reject) => {
-    // A fresh connection per poll: nothing is held open to the primary between polls.
-    const req = client.get(target, { headers, timeout: REQUEST_TIMEOUT_MS, agent: false, ...(s.ca ? { ca: s.ca } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on("data", (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_CONFIG_BYTES) {
-          req.destroy(new Error(`the answer is larger than ${MAX_CONFIG_BYTES} bytes`));
-          return;
-        }
-        chunks.push(c);
-      });
-      res.on("error", reject);
-      res.on("end", () => {
-        try {
-          resolve(readAnswer(res.statusCode ?? 0, Buffer.concat(chunks).toString("utf8")));
-        } catch (err) {
-          reject(err instanceof Error ? err : new Error(String(err)));
-        }
-      });
-    });
-    req.on("timeout", () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS / 1000} s`)));
-    req.on("error", reject);
+  // A fresh connection per poll: nothing is held open to the primary between polls.
+  const { status, body } = await getBuffer(target, {
+    timeoutMs: s.timeoutMs,
+    maxBytes,
+    accept: "application/json",
+    authorization: s.auth !== null ? { origin: target.origin, value: `Basic ${Buffer.from(s.auth).toString("base64")}` } : null,
+    ca: s.ca,
+    maxRedirects: 0,
+    anyStatus: true,
+    signal,
+    settings: { timeout: "--config-from-timeout", maxBytes: "api.http.limits.body_bytes" },
   });
+  return readAnswer(status, body.toString("utf8"));
 }
 
 function readAnswer(status: number, text: string): Fetched {

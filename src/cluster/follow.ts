@@ -3,8 +3,8 @@
 // the App's actors: a new version is saved through the config actor (validated, written
 // atomically, as PUT /api/config does) and reloaded through the app actor (as POST /api/reload
 // does). A configuration that does not validate is never written: the replica keeps the last good
-// one, logs why, and its reload status shows it.
-
+// one, logs why, and its reload status shows it. Pulled text is never parsed on the main thread
+// before a validation worker (src/config/validate-pool.ts) accepted it within its heap and time caps.
 import { readFile } from "node:fs/promises";
 import { createActor, fromPromise, type Actor } from "xstate";
 import { RefusedError, sendIfAccepted, ask } from "../../actors/ask.js";
@@ -12,10 +12,10 @@ import type { AppActor, ConfigActor } from "../../actors/app.actor.js";
 import { configFollowMachine, type ApplyResult, type Fetched, type FollowContext } from "../../machines/config-follow.machine.js";
 import type { SaveResult } from "../../machines/config.machine.js";
 import { replaceFileAtomically } from "../config/atomic-file.js";
-import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
-import { contentVersion, loadConfigSource, withoutBom } from "../config/load.js";
-import type { Logger } from "../observability/logger.js";
-import { analyzeConfig } from "../registry/analyze.js";
+import { configLimits, type ConfigLimits } from "../config/limits.js";
+import { contentVersion, loadConfigFile, withoutBom, type SluiceConfig } from "../config/load.js";
+import { ConfigValidator, validationFailure } from "../config/validate-pool.js";
+import { silentLogger, type Logger } from "../observability/logger.js";
 import type { Catalog } from "../registry/catalog.js";
 import { fetchConfig, sourceName, type ConfigSource } from "./config-source.js";
 
@@ -38,31 +38,44 @@ const short = (v: string): string => v.slice(0, 12);
 /** Save failures that mean "not now" rather than "this configuration is wrong". */
 const NOT_NOW = new Set(["config_validation_busy", "config_save_failed", "config_save_unavailable"]);
 
-function describeProblem(err: unknown): string {
-  if (err instanceof ConfigError) return err.diagnostics.map(formatDiagnostic).join("\n");
-  return err instanceof Error ? err.message : String(err);
+/** The limits of the configuration this replica has now (its last good copy), or the defaults without one. */
+function localLimits(configPath: string, env: NodeJS.ProcessEnv): { limits: ConfigLimits; local: boolean } {
+  try {
+    return { limits: configLimits(loadConfigFile(configPath, { env }).api?.limits), local: true };
+  } catch {
+    return { limits: configLimits(undefined), local: false };
+  }
 }
 
-/** Pulls the primary's configuration and writes it to `configPath` when it validates; never throws (the local file is the fallback). */
+/**
+ * Pulls the primary's configuration (within --config-from-timeout and the local copy's body_bytes),
+ * validates it in a worker under the local copy's heap and time caps, and writes it to `configPath`
+ * when it validates; never throws (the local file is the fallback; without one, start-up then fails
+ * saying why).
+ */
 export async function initialPull(source: ConfigSource, configPath: string, catalog: Catalog, env: NodeJS.ProcessEnv): Promise<InitialPull> {
+  const { limits, local } = localLimits(configPath, env);
+  const noCopy = local ? "" : `; there is no usable local copy at ${configPath} to start from`;
   let fetched: Fetched;
   try {
-    fetched = await fetchConfig(source);
+    fetched = await fetchConfig(source, limits.bodyBytes);
   } catch (err) {
-    return { version: null, applied: false, error: `the primary ${sourceName(source)} could not be read: ${(err as Error).message}` };
+    return { version: null, applied: false, error: `the primary ${sourceName(source)} could not be read: ${(err as Error).message}${noCopy}` };
   }
+  const validator = new ConfigValidator(() => limits, catalog.build, silentLogger());
   try {
-    analyzeConfig(loadConfigSource(fetched.content, configPath, { env }), catalog);
-  } catch (err) {
-    return { version: fetched.version, applied: false, error: refusal(source, fetched.version, describeProblem(err)) };
+    const outcome = await validator.run({ kind: "save", text: fetched.content, path: configPath, validate: true, env: { ...env } });
+    if (!outcome.ok) return { version: fetched.version, applied: false, error: refusal(source, fetched.version, validationFailure(outcome, "config_validate_failed", limits).message) + noCopy };
+  } finally {
+    await validator.close();
   }
-  let local: string | null = null;
+  let current: string | null = null;
   try {
-    local = contentVersion(withoutBom(await readFile(configPath, "utf8")));
+    current = contentVersion(withoutBom(await readFile(configPath, "utf8")));
   } catch {
     /* no local copy yet */
   }
-  if (local !== fetched.version) await replaceFileAtomically(configPath, fetched.content);
+  if (current !== fetched.version) await replaceFileAtomically(configPath, fetched.content);
   return { version: fetched.version, applied: true, error: null };
 }
 
@@ -73,6 +86,8 @@ function refusal(source: ConfigSource, version: string, why: string): string {
 export type FollowActor = Actor<typeof configFollowMachine>;
 
 export interface FollowHost {
+  /** The configuration in force: its api.http.limits.body_bytes caps each pull. */
+  readonly config: SluiceConfig;
   readonly actor: AppActor;
   readonly configActor: ConfigActor;
   readonly log: Logger;
@@ -112,7 +127,7 @@ export function startFollower(host: FollowHost, following: Following): FollowAct
   const { source, initial } = following;
   const machine = configFollowMachine.provide({
     actors: {
-      fetch: fromPromise(() => fetchConfig(source)),
+      fetch: fromPromise(({ signal }) => fetchConfig(source, configLimits(host.config.api?.limits).bodyBytes, signal)),
       apply: fromPromise(({ input }: { input: Fetched }) => apply(host, source, input)),
     },
     actions: {

@@ -1,6 +1,7 @@
-// The `upgrade` section: where releases come from, where they are installed, and the limits of the
-// self-upgrade (docs/operations.d/upgrade.md). Request bodies of /api/upgrade/* may override the
-// source fields; the install directory and the limits come from here only.
+// The `upgrade` section: where releases come from, whose key signs them, where they are installed,
+// and the limits of the self-upgrade (docs/operations.md, "Releases, upgrade and rollback"). Where
+// code comes from is chosen here only: request bodies of /api/upgrade/* cannot name a repository, a
+// release host or a proxy, and without this section the upgrade routes answer upgrade_not_configured.
 
 import { parseDuration } from "../engine/duration.js";
 
@@ -24,11 +25,14 @@ export interface UpgradeConfig {
   start_deadline?: string;
   /** Ed25519 public key (PEM text, or a path to a PEM file): releases must carry `<asset>.sig`. */
   public_key?: string;
+  /** Default true: no release is unpacked without a valid signature by `public_key`. false is dangerous. */
+  require_signature?: boolean;
   /** `socks5://[user:pass@]host:port` proxy for every request of the upgrade. */
   socks5?: string | null;
 }
 
-export const REPOSITORY_PATTERN = "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$";
+/** `<owner>/<name>`: neither part empty, `.`, `..` or starting with a dot, so it can never name a path. */
+export const REPOSITORY_PATTERN = "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$";
 export const SOCKS5_PATTERN = "^socks5h?://";
 
 const nonEmpty = { type: "string", minLength: 1 } as const;
@@ -45,6 +49,7 @@ export const upgradeSchema = {
     max_download_bytes: { type: "integer", minimum: 1024 * 1024, maximum: 4 * 1024 * 1024 * 1024 },
     start_deadline: nonEmpty,
     public_key: nonEmpty,
+    require_signature: { type: "boolean" },
     socks5: { type: ["string", "null"], pattern: SOCKS5_PATTERN },
   },
 } as const;

@@ -1,17 +1,18 @@
 // The upgrade engine, shared by the API (the `upgrade` actor) and the CLI (`sluice upgrade`):
 // check compares the newest release with this one; apply downloads its artefact for this platform,
-// verifies the SHA-256 digest (and the Ed25519 signature when a public key is configured), unpacks
-// it beside the running release, smoke-tests it on the running configuration, and only then writes
-// the pending marker and switches `current`. Any failure before the switch leaves the install as it was.
+// verifies the SHA-256 digest and the Ed25519 signature by upgrade.public_key (required unless the
+// operator set upgrade.require_signature: false), unpacks it beside the running release in a worker
+// thread, smoke-tests it on the running configuration, and only then writes the pending marker and
+// switches `current`. Any failure before the switch leaves the install as it was.
 
 import { spawn } from "node:child_process";
-import { createHash, verify } from "node:crypto";
-import { createWriteStream, readFileSync, rmSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { createHash, verify, type KeyObject } from "node:crypto";
+import { createWriteStream, rmSync } from "node:fs";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { VERSION } from "../version.js";
-import { httpGet, type RequestLimits } from "./http.js";
+import { httpGet, type RequestLimits } from "../net/http-get.js";
 import { installLayout, isVersionName, linkedVersion, pointLink, pruneReleases, withInstallLock, type InstallLayout } from "./layout.js";
 import { clearPending, writePending } from "./pending.js";
 import { expectedSha256, fetchRelease, selectAsset, signatureName, thisPlatform, type Release, type ReleaseAsset } from "./release.js";
@@ -93,17 +94,32 @@ async function download(asset: ReleaseAsset, file: string, o: UpgradeOptions): P
   return hash.digest("hex");
 }
 
-async function verifySignature(release: Release, asset: ReleaseAsset, file: string, o: UpgradeOptions): Promise<void> {
-  if (!o.publicKey) return;
+/** The signature asset of `asset`, required before anything is downloaded when a key is configured. */
+function signatureAsset(release: Release, asset: ReleaseAsset, o: UpgradeOptions): ReleaseAsset | null {
+  if (!o.publicKey) {
+    if (o.requireSignature) throw new Error("upgrade.public_key is not set and upgrade.require_signature is true: nothing can be verified");
+    return null;
+  }
   const sigAsset = release.assets.find((a) => a.name === signatureName(asset.name));
-  if (!sigAsset) throw new Error(`upgrade.public_key is set but release ${release.tag_name} has no signature asset ${signatureName(asset.name)}`);
+  if (!sigAsset) throw new Error(`release ${release.tag_name} has no signature asset ${signatureName(asset.name)}; upgrade.public_key requires every release to be signed`);
+  return sigAsset;
+}
+
+/** Ed25519 verification in libuv's thread pool: a large artefact is not hashed on the event loop. */
+function verifyAsync(data: Buffer, key: KeyObject, sig: Buffer): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    verify(null, data, key, sig, (err, ok) => (err ? reject(err) : resolve(ok)));
+  });
+}
+
+async function verifySignature(sigAsset: ReleaseAsset, asset: ReleaseAsset, file: string, key: KeyObject, o: UpgradeOptions): Promise<void> {
   const chunks: Buffer[] = [];
   await httpGet(sigAsset.browser_download_url, { ...limits(o), maxBytes: MAX_SIGNATURE_BYTES }, (c) => chunks.push(c));
   const raw = Buffer.concat(chunks);
   // Raw 64 bytes, or their base64 text.
   const sig = raw.length === 64 ? raw : Buffer.from(raw.toString("utf8").trim(), "base64");
   if (sig.length !== 64) throw new Error(`${sigAsset.name} is not an Ed25519 signature (64 bytes, raw or base64)`);
-  if (!verify(null, readFileSync(file), o.publicKey, sig)) throw new Error(`the Ed25519 signature of ${asset.name} does not verify with upgrade.public_key`);
+  if (!(await verifyAsync(await readFile(file), key, sig))) throw new Error(`the Ed25519 signature of ${asset.name} does not verify with upgrade.public_key`);
 }
 
 /** Runs the new release's own `sluice check --self-test` on the running configuration. */
@@ -152,6 +168,8 @@ export async function applyUpgrade(o: UpgradeOptions, ctx: ApplyContext): Promis
   if (!isVersionName(version)) throw new Error(`release tag '${release.tag_name}' is not a semantic version; only those are installed`);
   const asset = selectAsset(release, thisPlatform());
   const digest = expectedSha256(asset);
+  const sigAsset = signatureAsset(release, asset, o);
+  if (!o.publicKey) log.warn({ version }, "upgrade.require_signature is false and no upgrade.public_key is set: installing a release that only its own digest vouches for");
   return withInstallLock(l, async () => {
     const downloads = join(l.state, "downloads");
     await mkdir(downloads, { recursive: true });
@@ -161,9 +179,9 @@ export async function applyUpgrade(o: UpgradeOptions, ctx: ApplyContext): Promis
       log.info({ version, asset: asset.name }, "downloading");
       const got = await download(asset, file, o);
       if (got !== digest) throw new Error(`digest mismatch for ${asset.name}: the release says sha256:${digest}, the download is sha256:${got}`);
-      await verifySignature(release, asset, file, o);
+      if (sigAsset && o.publicKey) await verifySignature(sigAsset, asset, file, o.publicKey, o);
       log.info({ version, sha256: got, signed: o.publicKey !== null }, "verified; unpacking");
-      releaseDir = await unpackRelease(file, l, version, thisPlatform(), o.maxBytes * 4);
+      releaseDir = await unpackRelease(file, l, version, thisPlatform(), { maxBytes: o.maxBytes * 4 });
       log.info({ version, dir: releaseDir }, "unpacked; smoke-testing the new release on the running configuration");
       await smokeTest(releaseDir, ctx);
       if (ctx.canRestart && !ctx.canRestart()) throw new Error("the application is stopping; the upgrade was not switched in");
@@ -174,7 +192,7 @@ export async function applyUpgrade(o: UpgradeOptions, ctx: ApplyContext): Promis
     } catch (err) {
       if (releaseDir !== null && linkedVersion(l.current) !== version) {
         clearPending(l);
-        rmSync(releaseDir, { recursive: true, force: true });
+        await rm(releaseDir, { recursive: true, force: true });
       }
       throw err;
     } finally {

@@ -2,7 +2,8 @@
 // asset built for this platform, and the artefact naming shared with the release builder.
 
 import { validateSchema } from "../config/ajv.js";
-import { getJson, HttpError, type RequestLimits } from "./http.js";
+import { REPOSITORY_PATTERN } from "../config/upgrade.js";
+import { getJson, HttpError, type RequestLimits } from "../net/http-get.js";
 import { compareSemver, parseSemver, tagVersion } from "./semver.js";
 
 export interface ReleaseAsset {
@@ -86,8 +87,11 @@ export interface ReleaseQuery {
   limits: RequestLimits;
 }
 
-function releasesUrl(q: ReleaseQuery, path: string): string {
-  return `${q.releaseApi.replace(/\/+$/, "")}/repos/${q.repository}/releases${path}`;
+/** <release_api>/repos/<owner>/<name>/releases<path>, each part of the repository checked and encoded on its own. */
+export function releasesUrl(q: Pick<ReleaseQuery, "releaseApi" | "repository">, path: string): string {
+  if (!new RegExp(REPOSITORY_PATTERN).test(q.repository)) throw new Error(`repository must be <owner>/<name>, not '${q.repository}'`);
+  const [owner, name] = q.repository.split("/").map(encodeURIComponent);
+  return `${q.releaseApi.replace(/\/+$/, "")}/repos/${owner}/${name}/releases${path}`;
 }
 
 /** The release `target` names: the newest one (prereleases only when allowed), or a tag. */

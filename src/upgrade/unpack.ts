@@ -1,11 +1,15 @@
-// Unpacking a downloaded artefact into releases/<version>: regular files and directories only,
-// every path inside the artefact's one top-level directory, bounded in size and entry count, then
-// the release's manifest must say it is this version for this platform.
+// Unpacking a downloaded artefact into releases/<version>: gunzip and untar run in a worker thread,
+// streamed and bounded in unpacked size, ratio and entries (extract.ts), with regular files and
+// directories only, every path inside the artefact's one top directory; then the release's manifest
+// must say it is this version for this platform. Anything refused leaves no partial release behind.
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { extract, type ReadEntry } from "tar";
+import { existsSync, mkdirSync } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { ExtractJob, ExtractOutcome } from "./extract.js";
 import { readJson, type InstallLayout } from "./layout.js";
 import { artefactRoot, platformTag, type PlatformTarget } from "./release.js";
 
@@ -25,57 +29,69 @@ export const MANIFEST_FILE = "sluice-release.json";
 
 /** At most this many entries: a release has a few thousand files. */
 export const MAX_ENTRIES = 100_000;
+/** At most this many unpacked bytes per compressed byte (a release's is about 4; deflate's ceiling is ~1 032). */
+export const MAX_RATIO = 200;
+/** The longest an unpack may take; the worker is stopped after it. */
+export const UNPACK_TIMEOUT_MS = 5 * 60_000;
+/** The worker's heap: the unpack streams, so it needs little. */
+const WORKER_HEAP_MB = 64;
 
-const REGULAR = new Set(["File", "OldFile", "ContiguousFile", "Directory"]);
+const here = fileURLToPath(import.meta.url);
+// Compiled, the worker sits beside this file; run from the TypeScript sources (vitest), the compiled copy in dist/ serves.
+const WORKER_FILE = here.endsWith(".ts") ? resolve(dirname(here), "..", "..", "dist", "src", "upgrade", "unpack-worker.js") : join(dirname(here), "unpack-worker.js");
 
-/** Why an entry may not be unpacked, or null when it may. */
-function entryProblem(path: string, entry: ReadEntry, root: string): string | null {
-  if (!REGULAR.has(entry.type)) return `${path}: ${entry.type} entries are not allowed (regular files and directories only)`;
-  const parts = path.split("/").filter((p) => p !== "" && p !== ".");
-  if (path.startsWith("/") || path.includes("\\") || parts.includes("..")) return `${path}: the path leaves the release directory`;
-  if (parts[0] !== root) return `${path}: outside the artefact's top directory ${root}/`;
-  if (((entry.mode ?? 0) & 0o7000) !== 0) return `${path}: setuid, setgid and sticky bits are not allowed`;
-  return null;
+/** Runs one extraction in its own worker thread; the promise settles once the thread is gone. */
+function extractInWorker(job: ExtractJob, timeoutMs: number): Promise<ExtractOutcome> {
+  return new Promise((resolveOutcome) => {
+    const worker = new Worker(WORKER_FILE, { workerData: { role: "sluice-unpack", job }, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB }, stdout: false, stderr: false });
+    let outcome: ExtractOutcome | null = null;
+    const timer = setTimeout(() => {
+      outcome ??= { ok: false, error: `the artefact was refused: unpacking took longer than ${timeoutMs / 1000}s` };
+      void worker.terminate();
+    }, timeoutMs);
+    worker.on("message", (m: ExtractOutcome) => {
+      outcome ??= m;
+      void worker.terminate();
+    });
+    worker.on("error", (err) => {
+      outcome ??= { ok: false, error: `the artefact cannot be unpacked: ${err.message}` };
+    });
+    worker.on("exit", () => {
+      clearTimeout(timer);
+      resolveOutcome(outcome ?? { ok: false, error: "the artefact cannot be unpacked: the unpack worker ended without an answer" });
+    });
+  });
+}
+
+export interface UnpackLimits {
+  /** Most bytes of tar stream the artefact may expand to. */
+  maxBytes: number;
+  maxRatio?: number;
+  timeoutMs?: number;
 }
 
 /**
  * Unpacks `file` (sluice-<version>/...) to releases/<version>; anything but plain files and
- * directories inside that one directory fails the whole artefact. Returns the release directory.
+ * directories inside that one directory, or more than the limits allow, fails the whole artefact
+ * and removes what was written. Returns the release directory.
  */
-export async function unpackRelease(file: string, l: InstallLayout, version: string, target: PlatformTarget, maxBytes: number): Promise<string> {
+export async function unpackRelease(file: string, l: InstallLayout, version: string, target: PlatformTarget, limits: UnpackLimits): Promise<string> {
   const root = artefactRoot(version);
   const incoming = join(l.releases, `.incoming-${version}-${randomBytes(6).toString("hex")}`);
   mkdirSync(incoming, { recursive: true });
-  let problem: string | null = null;
-  let entries = 0;
-  let bytes = 0;
   try {
-    await extract({
-      file,
-      cwd: incoming,
-      strip: 1,
-      preserveOwner: false,
-      strict: true,
-      filter: (path, entry) => {
-        if (problem !== null) return false;
-        const e = entry as ReadEntry;
-        entries++;
-        bytes += e.size ?? 0;
-        problem =
-          entryProblem(path, e, root) ??
-          (entries > MAX_ENTRIES ? `more than ${MAX_ENTRIES} entries` : null) ??
-          (bytes > maxBytes ? `more than ${maxBytes} bytes unpacked (4 × upgrade.max_download_bytes)` : null);
-        return problem === null;
-      },
-    });
-    if (problem !== null) throw new Error(`the artefact was refused: ${problem as string}`);
+    const outcome = await extractInWorker(
+      { file, dir: incoming, root, maxBytes: limits.maxBytes, maxRatio: limits.maxRatio ?? MAX_RATIO, maxEntries: MAX_ENTRIES },
+      limits.timeoutMs ?? UNPACK_TIMEOUT_MS,
+    );
+    if (!outcome.ok) throw new Error(outcome.error);
     checkManifest(incoming, version, target);
     const dir = join(l.releases, version);
-    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
-    renameSync(incoming, dir);
+    if (existsSync(dir)) await rm(dir, { recursive: true, force: true });
+    await rename(incoming, dir);
     return dir;
   } catch (err) {
-    rmSync(incoming, { recursive: true, force: true });
+    await rm(incoming, { recursive: true, force: true });
     throw err;
   }
 }

@@ -17,8 +17,8 @@ import { artefactName, thisPlatform } from "../../src/upgrade/release.js";
 import { parseSemver } from "../../src/upgrade/semver.js";
 import { VERSION } from "../../src/version.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { fakeRelease } from "../helpers/fake-release.js";
-import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { fakeRelease, releasePrivateKeyFile, releasePublicKeyFile } from "../helpers/fake-release.js";
+import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { tempDir } from "../helpers/sluice.js";
 import { freePort } from "../helpers/unbound.js";
 import { startUpgradable, upgradeYaml } from "../helpers/upgrade.js";
@@ -140,9 +140,9 @@ describe("install", { timeout: 120_000 }, () => {
 
   test("Install: 202, the task followed through running, the restart survived, the new version shown from /api/health", async () => {
     // The next version, as a real artefact of this checkout, published by the release host.
-    const built = await buildRelease({ root: ROOT, outDir: join(work, "out"), version: NEXT, baseUrl: `${host.url}/dl`, gzipLevel: 1 });
+    const built = await buildRelease({ root: ROOT, outDir: join(work, "out"), version: NEXT, baseUrl: `${host.url}/dl`, gzipLevel: 1, signKey: releasePrivateKeyFile() });
     const name = artefactName(NEXT, thisPlatform());
-    const files = { [name]: readFileSync(built.artefact) };
+    const files = signed({ [name]: readFileSync(built.artefact) });
     host.publish(releaseOf(NEXT, host.url, files), files);
 
     // This checkout runs as the installed release VERSION; the restart goes through the launcher of `current`.
@@ -152,7 +152,7 @@ describe("install", { timeout: 120_000 }, () => {
     const port = await freePort();
     writeFileSync(
       join(work, "sluice.yaml"),
-      `api:\n  http: 127.0.0.1:${port}\nupgrade:\n  release_api: ${host.api}\n  repository: test/sluice\n  timeout: 10s\nplugins:\n  - { tag: main, type: sequence, args: [ { exec: reject 3 } ] }\n  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }\n`,
+      `api:\n  http: 127.0.0.1:${port}\nupgrade:\n  release_api: ${host.api}\n  repository: test/sluice\n  timeout: 10s\n  public_key: ${releasePublicKeyFile()}\nplugins:\n  - { tag: main, type: sequence, args: [ { exec: reject 3 } ] }\n  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }\n`,
     );
     run = startCli(["-c", "sluice.yaml", "-d", work], {
       cwd: work,

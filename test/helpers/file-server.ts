@@ -7,6 +7,7 @@
 //   /to-file/<name>   302 to file:///etc/<name> (a redirect away from http)
 //   /short/<name>     declares the whole length, sends half, then closes the connection
 //   /dyn/<name>       behaves as the mode set with `mode(name, …)`: ok (the file), fail, slow or short
+//   /goto/<name>      302 to the location set with `redirect(name, location)` (anywhere: another host, the API)
 // Every request is counted by path.
 
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -28,6 +29,8 @@ export interface FileServer {
   waitHeld(name: string, n?: number, timeoutMs?: number): Promise<void>;
   /** How /dyn/<name> answers from now on. */
   mode(name: string, mode: "ok" | "fail" | "slow" | "short"): void;
+  /** Where /goto/<name> redirects from now on. */
+  redirect(name: string, location: string): void;
   slowMs: number;
   close(): Promise<void>;
 }
@@ -37,6 +40,7 @@ export async function startFileServer(): Promise<FileServer> {
   const counts = new Map<string, number>();
   const gates = new Map<string, ServerResponse[]>();
   const modes = new Map<string, "ok" | "fail" | "slow" | "short">();
+  const redirects = new Map<string, string>();
   const sockets = new Set<Socket>();
   const state = { slowMs: 2000 };
 
@@ -64,6 +68,12 @@ export async function startFileServer(): Promise<FileServer> {
       case "redirect":
         res.writeHead(302, { location: `/files/${name}` }).end();
         return;
+      case "goto": {
+        const location = redirects.get(name);
+        if (location === undefined) res.writeHead(404).end();
+        else res.writeHead(302, { location }).end();
+        return;
+      }
       case "to-file":
         res.writeHead(302, { location: `file:///etc/${name}` }).end();
         return;
@@ -124,6 +134,7 @@ export async function startFileServer(): Promise<FileServer> {
     set: (name, content) => files.set(name, Buffer.isBuffer(content) ? content : Buffer.from(content)),
     remove: (name) => files.delete(name),
     mode: (name, mode) => modes.set(name, mode),
+    redirect: (name, location) => redirects.set(name, location),
     hits: (path) => counts.get(path) ?? 0,
     held: (name) => (gates.get(name) ?? []).length,
     release(name, status = 200) {

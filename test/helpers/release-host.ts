@@ -1,12 +1,13 @@
 // A release host for upgrade tests: a real HTTP server on 127.0.0.1 answering the GitHub-shaped
 // release routes (/repos/<owner>/<name>/releases/latest, /tags/<tag>, the list) and serving asset
 // files, with switches for what can go wrong (a stalled download, a gate the test opens) and a
-// record of every request (path, authorization header).
+// record of every request (path, authorization header), so a test can tell nothing was fetched.
 
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Release, ReleaseAsset } from "../../src/upgrade/release.js";
+import { signatureName, type Release, type ReleaseAsset } from "../../src/upgrade/release.js";
+import { signatureOf } from "./fake-release.js";
 
 export interface HostRequest {
   path: string;
@@ -29,6 +30,13 @@ export interface ReleaseHost {
 }
 
 export const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
+
+/** `files` with the detached signature (<name>.sig, by the tests' key unless `key` says) of every artefact. */
+export function signed(files: Record<string, Buffer>, key?: KeyObject): Record<string, Buffer> {
+  const out = { ...files };
+  for (const [name, body] of Object.entries(files)) if (name.endsWith(".tar.gz")) out[signatureName(name)] = signatureOf(body, key);
+  return out;
+}
 
 /** A release record for `files`, each asset with its digest (unless `noDigest` lists it). */
 export function releaseOf(version: string, downloadBase: string, files: Record<string, Buffer>, opts: { noDigest?: string[]; digestOf?: Record<string, Buffer> } = {}): Release {

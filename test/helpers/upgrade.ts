@@ -1,8 +1,10 @@
 // Shared by the upgrade tests: an install directory holding a running release, a Sluice (in
-// process) configured to upgrade from a test release host into it, and status polling.
+// process) configured to upgrade from a test release host into it (releases signed by the tests'
+// key, test/helpers/fake-release.ts), and status polling.
 
 import { mkdirSync, readdirSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { releasePublicKeyFile } from "./fake-release.js";
 import { startSluice, tempDir, type RunningSluice } from "./sluice.js";
 
 export interface InstallDir {
@@ -48,7 +50,11 @@ export interface UpgradeSettings {
   installDir?: string;
   repository?: string | null;
   timeout?: string;
+  /** upgrade.public_key: the tests' key (test/helpers/fake-release.ts) unless a path is given; null: none. */
+  publicKey?: string | null;
   extra?: string;
+  /** The `api.http` value (default 127.0.0.1:0). */
+  apiHttp?: string;
 }
 
 export function upgradeYaml(u: UpgradeSettings): string {
@@ -56,9 +62,10 @@ export function upgradeYaml(u: UpgradeSettings): string {
   if (u.repository !== null) lines.push(`  repository: ${u.repository ?? "test/sluice"}`);
   if (u.installDir) lines.push(`  install_dir: ${u.installDir}`);
   lines.push(`  timeout: ${u.timeout ?? "3s"}`);
+  if (u.publicKey !== null) lines.push(`  public_key: ${u.publicKey ?? releasePublicKeyFile()}`);
   if (u.extra) lines.push(u.extra);
   return `api:
-  http: 127.0.0.1:0
+  http: ${u.apiHttp ?? "127.0.0.1:0"}
 upgrade:
 ${lines.join("\n")}
 plugins:

@@ -12,7 +12,7 @@ import { createCatalog } from "../../src/registry/catalog.js";
 import { artefactName, thisPlatform } from "../../src/upgrade/release.js";
 import { VERSION } from "../../src/version.js";
 import { fakeRelease, type TarEntry } from "../helpers/fake-release.js";
-import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { tempDir } from "../helpers/sluice.js";
 import { makeInstallDir, pollStatus, post, startUpgradable, status, upgradeYaml } from "../helpers/upgrade.js";
 
@@ -23,10 +23,11 @@ beforeAll(async () => {
 });
 afterAll(() => host.close());
 
-/** Publishes `version` with one artefact for this platform (or `body` as written). */
+/** Publishes `version` with one artefact for this platform and its signature by the tests' key. */
 function publish(version: string, opts: Parameters<typeof fakeRelease>[1] & { noDigest?: boolean; wrongDigest?: boolean } = {}): void {
   const a = fakeRelease(version, opts);
-  host.publish(releaseOf(version, host.url, { [a.name]: a.body }, { noDigest: opts.noDigest ? [a.name] : [], digestOf: opts.wrongDigest ? { [a.name]: Buffer.from("something else") } : {} }), { [a.name]: a.body });
+  const files = signed({ [a.name]: a.body });
+  host.publish(releaseOf(version, host.url, files, { noDigest: opts.noDigest ? [a.name] : [], digestOf: opts.wrongDigest ? { [a.name]: Buffer.from("something else") } : {} }), files);
 }
 
 describe("check", () => {
@@ -65,10 +66,10 @@ describe("check", () => {
         [{ allow_prerelease: "yes" }, 400, "invalid_request"],
         [{ bundle: "minimal" }, 400, "invalid_upgrade_config"],
         [{ outbound: "local" }, 400, "invalid_upgrade_config"],
-        [{ repository: "no-slash" }, 400, "invalid_upgrade_config"],
-        [{ socks5: "http://proxy:1" }, 400, "invalid_upgrade_config"],
+        [{ repository: "no-slash" }, 400, "upgrade_field_not_allowed"],
+        [{ socks5: "http://proxy:1" }, 400, "upgrade_field_not_allowed"],
         [{ target: "../../etc" }, 400, "invalid_upgrade_config"],
-        [{ repository: "test/missing" }, 502, "upgrade_check_failed"],
+        [{ target: "v0.0.1" }, 502, "upgrade_check_failed"],
       ];
       for (const [body, status, code] of cases) {
         const res = await post(s.apiUrl, "/api/upgrade/check", body);
@@ -76,8 +77,13 @@ describe("check", () => {
         expect({ body, status: res.status, code: json.code, ok: json.ok }).toEqual({ body, status, code, ok: false });
         expect(json.message.length).toBeGreaterThan(0);
       }
-      const big = await post(s.apiUrl, "/api/upgrade/check", { repository: "x".repeat(20_000) });
-      expect(big.status).toBe(413);
+      // The 413 names these routes' own limit, not api.http.limits.body_bytes (which does not raise it).
+      for (const route of ["check", "apply"]) {
+        const big = await post(s.apiUrl, `/api/upgrade/${route}`, { target: "x".repeat(20_000) });
+        expect(big.status).toBe(413);
+        const body = (await big.json()) as { code: string; message: string };
+        expect(body).toMatchObject({ code: "body_too_large", message: `request body is larger than the limit of 16384 bytes for POST /api/upgrade/${route}` });
+      }
     } finally {
       await s.stop();
     }
@@ -135,7 +141,7 @@ describe("apply", () => {
     const open = host.hold();
     try {
       expect(await status(s.apiUrl)).toMatchObject({ state: "idle", installed_release: true });
-      const res = await post(s.apiUrl, "/api/upgrade/apply", { target: "latest", bundle: "auto", outbound: "remote", socks5: null, allow_prerelease: false });
+      const res = await post(s.apiUrl, "/api/upgrade/apply", { target: "latest", bundle: "auto", outbound: "remote", allow_prerelease: false });
       expect(res.status).toBe(202);
       expect(await res.json()).toMatchObject({ ok: true, action: "upgrade_apply", status: "accepted" });
       const running = await pollStatus(s.apiUrl, (st) => st.state === "running");

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { VERSION } from "../../src/version.js";
 import { runCli } from "../helpers/cli.js";
 import { fakeRelease } from "../helpers/fake-release.js";
-import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { tempDir } from "../helpers/sluice.js";
 import { makeInstallDir, upgradeYaml } from "../helpers/upgrade.js";
 
@@ -14,7 +14,8 @@ let host: ReleaseHost;
 beforeAll(async () => {
   host = await startReleaseHost();
   const a = fakeRelease("9.9.9");
-  host.publish(releaseOf("9.9.9", host.url, { [a.name]: a.body }), { [a.name]: a.body });
+  const files = signed({ [a.name]: a.body });
+  host.publish(releaseOf("9.9.9", host.url, files), files);
 });
 afterAll(() => host.close());
 
@@ -37,7 +38,8 @@ test("check prints the comparison; apply installs and switches current; rollback
   expect(apply.code, apply.stderr).toBe(0);
   expect(apply.stdout).toContain(`installed 9.9.9 (was ${VERSION}); restart the service`);
   expect(inst.current()).toBe("releases/9.9.9");
-  expect(host.requests.slice(before).map((r) => r.authorization)).toEqual([`Bearer ${token}`, `Bearer ${token}`]);
+  // The release record, the artefact and its signature, all from the release host's origin here.
+  expect(host.requests.slice(before).map((r) => r.authorization)).toEqual([`Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}`]);
   expect(apply.stdout + apply.stderr).not.toContain(token);
   // The progress log goes to stderr; the marker waits for the service's next start.
   expect(apply.stderr).toContain("switched current to the new release");
@@ -60,6 +62,7 @@ test("mistakes end with a message and a non-zero status", async () => {
     [["upgrade", "rollback", "-c", "sluice.yaml", "-d", dir], 1, /does not run from an installed release/],
     [["upgrade", "check", "-c", "sluice.yaml", "-d", dir, "--repository", "nope"], 1, /repository must be <owner>\/<name>/],
     [["upgrade", "check", "-c", "sluice.yaml", "-d", dir, "--repository", "test/missing"], 1, /HTTP 404/],
+    [["upgrade", "check", "-c", "sluice.yaml", "-d", dir, "--repository", "../.."], 1, /repository must be <owner>\/<name>/],
   ];
   for (const [args, code, message] of cases) {
     const r = await runCli(args);
@@ -70,6 +73,17 @@ test("mistakes end with a message and a non-zero status", async () => {
   const r = await runCli(["upgrade", "check", "-c", "sluice.yaml", "-d", noRepo]);
   expect(r.code).toBe(1);
   expect(r.stderr).toMatch(/no release repository: set upgrade.repository/);
+  // No upgrade section, or no key while signatures are required (the default): nothing is asked of any host.
+  const before = host.requests.length;
+  const bare = tempDir("sluice-cli-upgrade-");
+  writeFileSync(join(bare, "sluice.yaml"), "plugins: []\n");
+  const none = await runCli(["upgrade", "check", "-c", "sluice.yaml", "-d", bare, "--repository", "test/sluice"]);
+  expect(none.code).toBe(1);
+  expect(none.stderr).toMatch(/upgrades are not configured: add an upgrade section/);
+  const noKey = await runCli(["upgrade", "apply", "-c", "sluice.yaml", "-d", config({ releaseApi: host.api, publicKey: null, installDir: makeInstallDir(VERSION).dir })]);
+  expect(noKey.code).toBe(1);
+  expect(noKey.stderr).toMatch(/upgrade\.public_key is not set/);
+  expect(host.requests.length).toBe(before);
 });
 
 test("check --self-test also loads the native addons", async () => {

@@ -5,18 +5,20 @@
 // release; apply again is skipped; `sluice upgrade rollback` and a restart return to the first;
 // a release that cannot start is rolled back by itself.
 import { execFileSync, spawnSync } from "node:child_process";
+import { verify } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, extract } from "tar";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildRelease } from "../../src/release/build.js";
-import { artefactName, artefactRoot, thisPlatform, type Release } from "../../src/upgrade/release.js";
+import { artefactName, artefactRoot, signatureName, thisPlatform, type Release } from "../../src/upgrade/release.js";
 import { parseSemver } from "../../src/upgrade/semver.js";
 import { MANIFEST_FILE } from "../../src/upgrade/unpack.js";
 import { VERSION } from "../../src/version.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
 import { ask, rcodeOf } from "../helpers/dns.js";
-import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { RELEASE_KEYS, releasePrivateKeyFile, releasePublicKeyFile } from "../helpers/fake-release.js";
 import { tempDir } from "../helpers/sluice.js";
 import { pollStatus, post, status } from "../helpers/upgrade.js";
 
@@ -54,7 +56,7 @@ const started = (n: number, timeoutMs?: number): Promise<void> => logged(`start 
 
 function publish(version: string, mutate: (files: Record<string, Buffer>, release: Release) => void = () => {}): void {
   const name = artefactName(version, thisPlatform());
-  const files = { [name]: artefacts[version] };
+  const files = signed({ [name]: artefacts[version] });
   const release = releaseOf(version, host.url, files);
   mutate(files, release);
   host.publish(release, files);
@@ -64,9 +66,13 @@ beforeAll(async () => {
   host = await startReleaseHost();
   const out = join(work, "out");
   for (const version of [VERSION, NEXT]) {
-    const built = await buildRelease({ root: ROOT, outDir: out, version, baseUrl: `${host.url}/dl`, gzipLevel: 1 });
+    const built = await buildRelease({ root: ROOT, outDir: out, version, baseUrl: `${host.url}/dl`, gzipLevel: 1, signKey: releasePrivateKeyFile() });
     artefacts[version] = readFileSync(built.artefact);
     expect(built.release.assets[0]).toMatchObject({ name: artefactName(version, thisPlatform()), digest: `sha256:${built.sha256}` });
+    // `npm run release --sign-key` publishes the signature beside the artefact; it verifies with the public key.
+    const sigName = signatureName(artefactName(version, thisPlatform()));
+    expect(built.release.assets[1]).toMatchObject({ name: sigName, browser_download_url: `${host.url}/dl/${sigName}` });
+    expect(verify(null, artefacts[version], RELEASE_KEYS.publicKey, Buffer.from(readFileSync(join(out, sigName), "utf8").trim(), "base64"))).toBe(true);
   }
   // Installed the way README.md says.
   const first = join(install, "releases", VERSION);
@@ -75,7 +81,7 @@ beforeAll(async () => {
   symlinkSync(join("releases", VERSION), join(install, "current"));
   writeFileSync(
     join(work, "sluice.yaml"),
-    `api:\n  http: 127.0.0.1:0\nupgrade:\n  release_api: ${host.api}\n  repository: test/sluice\n  timeout: 3s\nplugins:\n  - { tag: main, type: sequence, args: [ { exec: reject 3 } ] }\n  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }\n`,
+    `api:\n  http: 127.0.0.1:0\nupgrade:\n  release_api: ${host.api}\n  repository: test/sluice\n  timeout: 3s\n  public_key: ${releasePublicKeyFile()}\nplugins:\n  - { tag: main, type: sequence, args: [ { exec: reject 3 } ] }\n  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }\n`,
   );
   run = startCli(["-c", "sluice.yaml", "-d", work], { cwd: work, launcher: join(install, "current", "bin", "sluice"), env: { SLUICE_NODE: process.execPath } });
   if (run.child.pid) pids.add(run.child.pid);

@@ -13,7 +13,7 @@ import { ERROR_STATUS } from "../../src/api/errors.js";
 import { GUARD_REFUSALS } from "../../src/api/guards.js";
 import { VERSION } from "../../src/version.js";
 import { fakeRelease } from "../helpers/fake-release.js";
-import { releaseOf, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
+import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { makeInstallDir, pollStatus, post, startUpgradable } from "../helpers/upgrade.js";
 
 type ModelEvent = UpgradeEvent | { type: "xstate.done.actor.apply"; output: unknown } | { type: "xstate.error.actor.apply"; error: unknown };
@@ -76,7 +76,8 @@ afterAll(() => host.close());
 function offer(outcome: ModelEvent): void {
   const version = outcome === SKIPPED ? VERSION : "9.9.9";
   const a = fakeRelease(version);
-  host.publish(releaseOf(version, host.url, { [a.name]: a.body }, outcome === FAILED ? { digestOf: { [a.name]: Buffer.from("tampered") } } : {}), { [a.name]: a.body });
+  const files = signed({ [a.name]: a.body });
+  host.publish(releaseOf(version, host.url, files, outcome === FAILED ? { digestOf: { [a.name]: Buffer.from("tampered") } } : {}), files);
 }
 
 describe("upgrade task model", () => {

@@ -6,8 +6,8 @@ import { describe, expect, test } from "vitest";
 import type { ConfigError } from "../../src/config/diagnostics.js";
 import { loadConfigText } from "../../src/config/load.js";
 import { installLayout, isVersionName, pointLink, withInstallLock } from "../../src/upgrade/layout.js";
-import { resolveOptions, UpgradeConfigError } from "../../src/upgrade/options.js";
-import { artefactName, expectedSha256, selectAsset, type Release } from "../../src/upgrade/release.js";
+import { resolveOptions, sourceField, SOURCE_FIELDS, UpgradeConfigError, UpgradeNotConfiguredError } from "../../src/upgrade/options.js";
+import { artefactName, expectedSha256, releasesUrl, selectAsset, type Release } from "../../src/upgrade/release.js";
 import { compareSemver, isNewer, parseSemver, tagVersion } from "../../src/upgrade/semver.js";
 import { tempDir } from "../helpers/sluice.js";
 
@@ -58,22 +58,47 @@ describe("release records", () => {
 
 describe("settings of a check or apply", () => {
   const ctx = { baseDir: "/", env: {} };
-  test("the request overrides the configuration; defaults fill the rest", () => {
-    const o = resolveOptions({ repository: "a/b", allow_prerelease: true, socks5: "socks5://p:1" }, { repository: "c/d", socks5: null, target: "v1.0.0", release_host_token: "t" }, ctx);
-    expect(o).toMatchObject({ releaseApi: "https://api.github.com", repository: "c/d", allowPrerelease: true, socks5: null, target: "v1.0.0", token: "t", timeoutMs: 60_000, maxBytes: 256 << 20, startDeadlineMs: 120_000, publicKey: null, installDir: null });
+  const unsigned = { require_signature: false } as const;
+  test("the configuration chooses the source; the request picks the release and carries the token", () => {
+    const o = resolveOptions({ repository: "a/b", allow_prerelease: true, socks5: "socks5://p:1", ...unsigned }, { target: "v1.0.0", release_host_token: "t" }, ctx);
+    expect(o).toMatchObject({ releaseApi: "https://api.github.com", repository: "a/b", allowPrerelease: true, socks5: "socks5://p:1", target: "v1.0.0", token: "t", timeoutMs: 60_000, maxBytes: 256 << 20, startDeadlineMs: 120_000, publicKey: null, requireSignature: false, installDir: null });
+    // The shell (sluice upgrade --repository/--socks5) may choose them; the API never can.
+    expect(resolveOptions({ repository: "a/b", ...unsigned }, {}, ctx, { repository: "c/d", socks5: null })).toMatchObject({ repository: "c/d", socks5: null });
+  });
+
+  test("a request naming a source is refused, naming the setting to use", () => {
+    for (const [field, key] of Object.entries(SOURCE_FIELDS)) {
+      expect(sourceField({ target: "latest", [field]: "x" })).toEqual({ field, key });
+      expect(() => resolveOptions({ repository: "a/b", ...unsigned }, { [field]: "x" }, ctx)).toThrow(new RegExp(`^${field} cannot be chosen by a request .* set ${key.replace(".", "\\.")} in the configuration`));
+    }
+    expect(sourceField({ target: "latest", release_host_token: "t" })).toBeNull();
+  });
+
+  test("no upgrade section, or signatures required without a key: not configured", () => {
+    expect(() => resolveOptions(null, {}, ctx)).toThrow(UpgradeNotConfiguredError);
+    expect(() => resolveOptions({ repository: "a/b" }, {}, ctx)).toThrow(/upgrade\.public_key is not set/);
+    expect(() => resolveOptions({ repository: "a/b", require_signature: true }, {}, ctx)).toThrow(UpgradeNotConfiguredError);
   });
 
   test("fields that cannot work are refused with their name", () => {
-    const cases: [Parameters<typeof resolveOptions>[1], RegExp][] = [
-      [{}, /no release repository/],
-      [{ repository: "a/b", bundle: "full" }, /bundle must be auto/],
-      [{ repository: "a/b", outbound: "direct" }, /outbound must be remote/],
-      [{ repository: "a/b", socks5: "socks5://" }, /socks5 must be/],
-      [{ repository: "a/b", target: "v1/../../x" }, /target must be latest or a release tag/],
-      [{ repository: "a/b", release_host_token: "a\nb" }, /single line/],
+    const cases: [Parameters<typeof resolveOptions>[0], Parameters<typeof resolveOptions>[1], RegExp][] = [
+      [{ ...unsigned }, {}, /no release repository/],
+      [{ repository: "a/b", ...unsigned }, { bundle: "full" }, /bundle must be auto/],
+      [{ repository: "a/b", ...unsigned }, { outbound: "direct" }, /outbound must be remote/],
+      [{ repository: "a/b", socks5: "socks5://", ...unsigned }, {}, /socks5 must be/],
+      [{ repository: "a/b", ...unsigned }, { target: "v1/../../x" }, /target must be latest or a release tag/],
+      [{ repository: "a/b", ...unsigned }, { release_host_token: "a\nb" }, /single line/],
     ];
-    for (const [request, error] of cases) expect(() => resolveOptions(null, request, ctx)).toThrow(error);
+    for (const [config, request, error] of cases) expect(() => resolveOptions(config, request, ctx)).toThrow(error);
     expect(() => resolveOptions({ repository: "a/b", public_key: "/nonexistent.pem" }, {}, ctx)).toThrow(UpgradeConfigError);
+  });
+
+  test("a repository part may not be . or .. or start with a dot; the URL encodes each part", () => {
+    for (const bad of ["../..", "./x", "x/.", "x/..", ".hidden/x", "x/.y", "a/b/c", "a", "a/", "/b", "a%2F../b"]) {
+      expect(() => resolveOptions({ repository: bad, ...unsigned }, {}, ctx), bad).toThrow(/repository must be <owner>\/<name>/);
+      expect(() => releasesUrl({ releaseApi: "http://h", repository: bad }, "/latest"), bad).toThrow(/repository must be/);
+    }
+    expect(releasesUrl({ releaseApi: "http://h/api/", repository: "me-1/sluice.dns_x" }, "/latest")).toBe("http://h/api/repos/me-1/sluice.dns_x/releases/latest");
   });
 });
 
@@ -89,8 +114,8 @@ describe("the upgrade configuration section", () => {
   };
 
   test("is read with its keys", () => {
-    const c = load("  release_api: https://releases.example\n  repository: me/sluice\n  install_dir: /opt/sluice\n  allow_prerelease: true\n  timeout: 30s\n  max_download_bytes: 104857600\n  start_deadline: 5m\n  socks5: socks5://127.0.0.1:1080");
-    expect(c.upgrade).toEqual({ release_api: "https://releases.example", repository: "me/sluice", install_dir: "/opt/sluice", allow_prerelease: true, timeout: "30s", max_download_bytes: 104857600, start_deadline: "5m", socks5: "socks5://127.0.0.1:1080" });
+    const c = load("  release_api: https://releases.example\n  repository: me/sluice\n  install_dir: /opt/sluice\n  allow_prerelease: true\n  timeout: 30s\n  max_download_bytes: 104857600\n  start_deadline: 5m\n  require_signature: false\n  socks5: socks5://127.0.0.1:1080");
+    expect(c.upgrade).toEqual({ release_api: "https://releases.example", repository: "me/sluice", install_dir: "/opt/sluice", allow_prerelease: true, timeout: "30s", max_download_bytes: 104857600, start_deadline: "5m", require_signature: false, socks5: "socks5://127.0.0.1:1080" });
   });
 
   test("wrong keys and values are located", () => {
@@ -98,6 +123,8 @@ describe("the upgrade configuration section", () => {
     expect(problems("  timeout: soon")[0]).toMatch(/^2: upgrade\.timeout: 'soon' is not a duration/);
     expect(problems("  start_deadline: 1s")).toEqual(["2: upgrade.start_deadline must be between 5s and 60m"]);
     expect(problems("  repository: nope")[0]).toMatch(/^2: 'repository' must match pattern/);
+    expect(problems("  repository: ../..")[0]).toMatch(/^2: 'repository' must match pattern/);
+    expect(problems("  require_signature: no")[0]).toMatch(/^2: 'require_signature' must be boolean/);
     expect(problems("  release_api: ftp://x")[0]).toMatch(/^2: 'release_api' must match pattern/);
     expect(problems("  max_download_bytes: 10")[0]).toMatch(/^2: 'max_download_bytes' must be >= 1048576/);
   });

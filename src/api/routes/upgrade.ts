@@ -1,19 +1,23 @@
 // The upgrade routes (spec: Upgrade), registered only in builds with the `upgrade` feature:
 // check asks the release host and changes nothing; apply hands the task to the `upgrade` actor
 // (one at a time: its guard refuses a second with 409 upgrade_in_progress) and answers 202; status
-// reads the actor. The optional body's release_host_token goes into the task's settings only.
+// reads the actor. Check and apply run code choices another host supplies, so (issue 22) they are
+// refused on a listener others can reach without auth (403 upgrade_requires_auth), without an
+// `upgrade` section (409 upgrade_not_configured), and for bodies naming a source (repository,
+// socks5, ...: 400 upgrade_field_not_allowed). The body's release_host_token goes into the task's
+// settings only.
 
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { sendIfAccepted } from "../../../actors/ask.js";
 import { upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
 import { checkUpgrade } from "../../upgrade/engine.js";
 import { detectInstallDir } from "../../upgrade/layout.js";
-import { resolveOptions, upgradeRequestSchema, UpgradeConfigError, type UpgradeOptions, type UpgradeRequest } from "../../upgrade/options.js";
+import { resolveOptions, sourceField, upgradeRequestSchema, UpgradeConfigError, UpgradeNotConfiguredError, type UpgradeOptions, type UpgradeRequest } from "../../upgrade/options.js";
 import { VERSION } from "../../version.js";
 import { ApiError, errorResponses } from "../errors.js";
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
-import type { RouteContext } from "../server.js";
+import type { ApiAccess, RouteContext } from "../server.js";
 import { strictBody } from "./config.js";
 
 /** The bodies are a handful of short fields. */
@@ -67,10 +71,26 @@ function parseBody(raw: unknown): unknown {
   }
 }
 
+/** Until accounts exist: on a listener other machines can reach, only an authenticated API may upgrade. */
+function checkAccess(access: ApiAccess): void {
+  if (access.loopbackListener || access.authConfigured) return;
+  throw new ApiError(
+    "upgrade_requires_auth",
+    "upgrade routes are refused on a non-loopback API listener without authentication: anyone who reaches it could install code; set api.http.auth (or TLS client certificates), or listen on 127.0.0.1",
+  );
+}
+
+/** A body naming where code comes from is refused before anything else looks at it. */
+function checkSource(body: unknown): void {
+  const source = sourceField(body);
+  if (source) throw new ApiError("upgrade_field_not_allowed", `${source.field} cannot be chosen by a request (it decides where code comes from or how it is trusted); set ${source.key} in the configuration instead`);
+}
+
 function options(host: ApiHost, req: FastifyRequest): UpgradeOptions {
   try {
     return resolveOptions(host.upgradeSettings(), req.body as UpgradeRequest, { baseDir: host.baseDir });
   } catch (err) {
+    if (err instanceof UpgradeNotConfiguredError) throw new ApiError("upgrade_not_configured", err.message);
     if (err instanceof UpgradeConfigError) throw new ApiError("invalid_upgrade_config", err.message);
     throw err;
   }
@@ -95,14 +115,20 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
   };
 }
 
-export function registerUpgradeRoutes(api: FastifyInstance, { host }: RouteContext): void {
+export function registerUpgradeRoutes(api: FastifyInstance, { host, access }: RouteContext): void {
   api.get("/api/upgrade/status", { schema: { summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: statusSchema } } }, async () => statusRecord(host));
 
   // Own scope: an empty body (or one without a JSON content type) is allowed and means no overrides.
   void api.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
-    const common = { bodyLimit: BODY_LIMIT, validatorCompiler: strictBody, preValidation: async (req: FastifyRequest) => void (req.body = parseBody(req.body)) };
+    const preValidation = async (req: FastifyRequest): Promise<void> => {
+      checkAccess(access());
+      req.body = parseBody(req.body);
+      checkSource(req.body);
+    };
+    const common = { bodyLimit: BODY_LIMIT, validatorCompiler: strictBody, preValidation };
+    const refusals = ["invalid_request", "invalid_upgrade_config", "upgrade_field_not_allowed", "upgrade_requires_auth", "upgrade_not_configured"] as const;
 
     scope.post(
       "/api/upgrade/check",
@@ -112,7 +138,7 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host }: RouteConte
           summary: "Compare the newest release with this one (downloads and changes nothing)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,
-          response: { 200: checkSchema, ...errorResponses("invalid_request", "invalid_upgrade_config", "upgrade_check_failed") },
+          response: { 200: checkSchema, ...errorResponses(...refusals, "upgrade_check_failed") },
         },
       },
       async (req) => {
@@ -133,7 +159,7 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host }: RouteConte
           summary: "Start an upgrade task: download, verify, unpack, smoke-test, switch, restart (poll /api/upgrade/status)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,
-          response: { 202: acceptedSchema, ...errorResponses("invalid_request", "invalid_upgrade_config", "upgrade_in_progress", "upgrade_not_installed") },
+          response: { 202: acceptedSchema, ...errorResponses(...refusals, "upgrade_in_progress", "upgrade_not_installed") },
         },
       },
       async (req, reply) => {

@@ -1,15 +1,18 @@
-// One download: GET an http(s) URL (following a few redirects) and stream the body into a temp file
-// beside the target, which replaces the target only when the whole body arrived within the time
-// and size limits (src/config/atomic-file.ts). Any failure leaves the previous file as it was.
+// One download: GET an http(s) URL through the shared outbound GET (src/net/http-get.ts: one
+// deadline for the whole request, a byte cap, redirects kept off this host's other services and the
+// management API) and stream the body into a temp file beside the target, which replaces the target
+// only when the whole body arrived within the limits (src/config/atomic-file.ts). Any failure leaves
+// the previous file as it was.
 
 import { mkdir } from "node:fs/promises";
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { dirname } from "node:path";
 import { replaceFileAtomically } from "../../../config/atomic-file.js";
-import { VERSION } from "../../../version.js";
+import { HttpError, openGet } from "../../../net/http-get.js";
+
+export { SUPPORTED_PROTOCOLS } from "../../../net/http-get.js";
 
 export interface FetchOptions {
+  /** The whole download (connect, every redirect, the body) must finish within this. */
   timeoutMs: number;
   maxBytes: number;
   insecureSkipVerify: boolean;
@@ -25,78 +28,44 @@ export class DownloadTimeoutError extends Error {
   }
 }
 
-const MAX_REDIRECTS = 5;
-export const SUPPORTED_PROTOCOLS = new Set(["http:", "https:"]);
-
-/** Sends the GET and resolves with the response head; the request is destroyed when `signal` aborts. */
-function get(url: URL, opts: FetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const options = {
-      method: "GET",
-      headers: { "user-agent": `sluice/${VERSION}`, accept: "*/*", "accept-encoding": "identity" },
-      agent: false as const,
-      signal,
-      ...(url.protocol === "https:" ? { rejectUnauthorized: !opts.insecureSkipVerify } : {}),
-    };
-    const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, options, resolve);
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-/** Follows up to MAX_REDIRECTS redirects (http and https only); resolves with a 2xx response. */
-async function open(url: URL, opts: FetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
-  let at = url;
-  for (let hop = 0; ; hop++) {
-    const res = await get(at, opts, signal);
-    const status = res.statusCode ?? 0;
-    if (status >= 200 && status < 300) return res;
-    res.resume();
-    const location = res.headers.location;
-    if (status >= 300 && status < 400 && location) {
-      if (hop >= MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects`);
-      const next = new URL(location, at);
-      if (!SUPPORTED_PROTOCOLS.has(next.protocol)) throw new Error(`redirected to an unsupported URL scheme '${next.protocol}'`);
-      at = next;
-      continue;
-    }
-    throw new Error(`HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ""}`);
+/** The item's own words for a failed GET (the URL is logged beside them). */
+function explain(err: unknown, opts: FetchOptions): Error {
+  if (!(err instanceof HttpError)) return err instanceof Error ? err : new Error(String(err));
+  switch (err.kind) {
+    case "deadline":
+      return new DownloadTimeoutError(opts.timeoutMs);
+    case "too_large":
+      return new Error(`the file is larger than max_bytes (${opts.maxBytes})`, { cause: err });
+    case "cancelled":
+      return new Error("cancelled", { cause: err });
+    default:
+      return new Error(err.reason, { cause: err });
   }
 }
 
 /** Downloads `url` to `target`; resolves with the bytes written. Rejects (DownloadTimeoutError on time) leaving `target` untouched. */
 export async function downloadFile(url: string, target: string, opts: FetchOptions): Promise<number> {
-  const timeout = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  const settings = { timeout: "timeout", maxBytes: "max_bytes" };
   try {
-    const res = await open(new URL(url), opts, signal);
-    const declared = Number(res.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > opts.maxBytes) {
-      res.destroy();
-      throw new Error(`the file is ${declared} bytes, more than max_bytes (${opts.maxBytes})`);
-    }
-    await mkdir(dirname(target), { recursive: true });
+    const answer = await openGet(url, { timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes, insecureSkipVerify: opts.insecureSkipVerify, signal: opts.signal, settings });
     let size = 0;
-    await replaceFileAtomically(
-      target,
-      async (handle) => {
-        for await (const chunk of res as AsyncIterable<Buffer>) {
-          size += chunk.length;
-          if (size > opts.maxBytes) {
-            res.destroy();
-            throw new Error(`the file is larger than max_bytes (${opts.maxBytes})`);
+    try {
+      await mkdir(dirname(target), { recursive: true });
+      await replaceFileAtomically(
+        target,
+        async (handle) => {
+          for await (const chunk of answer.body()) {
+            size += chunk.length;
+            await handle.write(chunk);
           }
-          await handle.write(chunk);
-        }
-        // A connection closed early without an error still leaves a short body.
-        if (Number.isFinite(declared) && size !== declared) throw new Error(`the body ended after ${size} of ${declared} bytes`);
-      },
-      "download",
-    );
+        },
+        "download",
+      );
+    } finally {
+      answer.close();
+    }
     return size;
   } catch (err) {
-    if (timeout.aborted && !opts.signal?.aborted) throw new DownloadTimeoutError(opts.timeoutMs);
-    if (opts.signal?.aborted) throw new Error("cancelled", { cause: err });
-    throw err;
+    throw explain(err, opts);
   }
 }

@@ -1,4 +1,4 @@
-// A SOCKS5 client (RFC 1928, user/password auth RFC 1929) for the upgrade's requests: the proxy
+// A SOCKS5 client (RFC 1928, user/password auth RFC 1929) for outbound requests (the upgrade's): the proxy
 // resolves the host name (socks5h semantics), so no DNS query for the release host leaves here.
 
 import net from "node:net";
