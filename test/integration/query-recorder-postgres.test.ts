@@ -1,7 +1,9 @@
 // The query recorder's PostgreSQL store against a real, throwaway PostgreSQL server: two instances
 // (a: PostgreSQL only; b: SQLite and PostgreSQL) write one store; records, the detail route and
 // every stats route read the same from either, `instance=` narrows; the stream of one shows a query
-// answered by the other and resumes with Last-Event-ID; with PostgreSQL stopped DNS keeps answering,
+// answered by the other and resumes with Last-Event-ID; a stream opened while the store refuses new
+// connections (the writers keep theirs) gets every record committed meanwhile once it accepts them
+// again (issue 22, defect 11: it got none); with PostgreSQL stopped DNS keeps answering,
 // the routes (a delete too) answer 503, an instance started meanwhile starts and answers, and after
 // its restart the records waiting in the queues and new ones are written; max_records caps each
 // instance's own records and retention takes every instance's; a store of a newer schema version is
@@ -13,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ask as askDns, rcodeOf } from "../helpers/dns.js";
 import { PostgresServer, requirePostgres } from "../helpers/postgres.js";
 import { RedisServer } from "../helpers/redis.js";
-import { openSse, type SseFrame } from "../helpers/sse.js";
+import { isHeartbeat, openSse, type SseFrame } from "../helpers/sse.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { allRecords, apiJson, until, type RecordJson } from "./recorder-helpers.js";
 
@@ -165,6 +167,71 @@ describe("PostgreSQL query store", () => {
       await again.close();
     }
   });
+
+  test("a stream opened while the store takes no new connections gets every record committed meanwhile, once it does", async () => {
+    // The writers connect at start and keep their connections; the streams' feeds connect when a
+    // stream opens. ALLOW_CONNECTIONS false refuses new connections (superusers too) and keeps open ones.
+    // Counts through a connection to the store's database; the switch from another (PostgreSQL
+    // refuses it for the current database).
+    const admin = new pg.Client({ connectionString: server.url() });
+    const other = new pg.Client({ connectionString: server.url("template1") });
+    for (const c of [admin, other]) {
+      c.on("error", () => undefined);
+      await c.connect();
+    }
+    const newest = async (): Promise<{ id: number; n: number }> => {
+      const row = (await admin.query<{ id: string | null; n: string }>("SELECT max(id) AS id, count(*) AS n FROM lab.records_v1")).rows[0];
+      return { id: Number(row.id ?? 0), n: Number(row.n) };
+    };
+    const record = (f: SseFrame): string => (JSON.parse(f.data ?? "") as { record: { questions_json: { name: string }[] } }).record.questions_json[0].name;
+    const collect = async (stream: Awaited<ReturnType<typeof openSse>>, n: number): Promise<string[]> => {
+      const got: string[] = [];
+      await stream.until((f) => {
+        if (f.event === "record") got.push(record(f));
+        return got.length === n;
+      }, 15_000);
+      return got.sort();
+    };
+    expect(await ask(a, "warm.a.pg.test")).toBe(0);
+    expect(await ask(b, "warm.b.pg.test")).toBe(0);
+    await seen(a, 2, "qname=warm");
+    const before = await newest();
+    await other.query("ALTER DATABASE postgres ALLOW_CONNECTIONS false");
+    let restored = false;
+    const restore = async (): Promise<void> => {
+      if (restored) return;
+      restored = true;
+      await other.query("ALTER DATABASE postgres ALLOW_CONNECTIONS true");
+      await Promise.all([admin.end(), other.end()]);
+    };
+    const streams: Awaited<ReturnType<typeof openSse>>[] = [];
+    try {
+      await expect(new pg.Client({ connectionString: server.url() }).connect()).rejects.toThrow(/not currently accepting connections/);
+      // One stream without Last-Event-ID (it starts at the newest record the writer knows of), one resuming.
+      const fresh = await openSse(`${a.apiUrl}${R}/stream`);
+      streams.push(fresh);
+      const resumed = await openSse(`${b.apiUrl}${R}/stream`, { "last-event-id": String(before.id) });
+      streams.push(resumed);
+      for (const s of streams) expect(isHeartbeat((await s.next()) as SseFrame)).toBe(true);
+      for (let i = 0; i < 5; i++) {
+        expect(await ask(a, `out${i}.a.pg.test`)).toBe(0);
+        expect(await ask(b, `out${i}.b.pg.test`)).toBe(0);
+      }
+      await until("10 records committed through the writers' open connections", async () => (await newest()).n >= before.n + 10);
+      // The feeds look every 500 ms and fail while the store refuses them.
+      await new Promise((r) => setTimeout(r, 1500));
+      await restore();
+      const restoredAt = Date.now();
+      const names = Array.from({ length: 5 }, (_, i) => [`out${i}.a.pg.test.`, `out${i}.b.pg.test.`]).flat().sort();
+      const got = await Promise.all([collect(fresh, 10), collect(resumed, 10)]);
+      console.log(`streams opened during the outage: ${got[0].length}/10 (fresh) and ${got[1].length}/10 (Last-Event-ID) delivered, ${Date.now() - restoredAt} ms after connections were allowed again`);
+      expect(got[0]).toEqual(names);
+      expect(got[1]).toEqual(names);
+    } finally {
+      await restore();
+      for (const s of streams) await s.close();
+    }
+  }, 40_000);
 
   test("PostgreSQL stopped: DNS answers, routes 503, records wait; after its restart they and new ones are written", async () => {
     const before = (await allRecords(a, "rec")).length;

@@ -2,9 +2,10 @@
 // on demand. A batch is one transaction of multi-row INSERTs (one array parameter per column) that
 // first takes an advisory lock shared by every instance writing the store, so ids are committed in
 // increasing order across instances (the stream reads "ids after the last one seen" and must not
-// skip a late commit); it ends with a NOTIFY the stream side listens for. Retention applies to every
-// instance's records, max_records to this instance's own; both delete in chunks. Runs in the writer
-// worker only.
+// skip a late commit); it ends with a NOTIFY the stream side listens for. The connection listens
+// too, so the writer always knows the newest id committed by any instance (where a stream opened
+// while the store takes no new connections starts). Retention applies to every instance's records,
+// max_records to this instance's own; both delete in chunks. Runs in the writer worker only.
 
 import type pg from "pg";
 import type { BatchRecord } from "./batch.js";
@@ -23,6 +24,15 @@ const INSERT = (table: string): string => `INSERT INTO ${table}
     AS u(c, e, ip, qn, qt, qc, oc, er, q, rs, st)
   RETURNING id`;
 
+/** The id in a writer's NOTIFY payload (`{"instance": …, "id": n}`), or NaN. */
+function notifiedId(payload: string | undefined): number {
+  try {
+    return Number((JSON.parse(payload ?? "") as { id?: unknown }).id);
+  } catch {
+    return Number.NaN;
+  }
+}
+
 export interface PgStoreOptions {
   pg: PgOptions;
   instance: string;
@@ -37,6 +47,8 @@ export class PgRecorderStore {
   private readonly insertSql: string;
   /** This instance's rows (counted at connect and after deletions, kept by adding in between). */
   records = 0;
+  /** Newest record id committed by any instance, as far as this connection has seen (read at connect, then its commits and every NOTIFY); null before the first connect. */
+  newestId: number | null = null;
 
   constructor(private readonly options: PgStoreOptions) {
     this.names = pgNames(options.pg.schema);
@@ -53,6 +65,10 @@ export class PgRecorderStore {
       await c.connect();
       await pgMigrate(c, this.options.pg.schema);
       this.records = await this.countOwn(c);
+      c.on("notification", (n) => this.saw(notifiedId(n.payload)));
+      await c.query(`LISTEN ${this.names.channel}`);
+      // The store's word, not the largest ever seen (a store emptied and made again starts ids anew).
+      this.newestId = Number((await c.query<{ id: string | null }>(`SELECT max(id) AS id FROM ${this.names.records}`)).rows[0].id ?? 0);
     } catch (err) {
       void c.end().catch(() => undefined);
       throw err;
@@ -66,6 +82,10 @@ export class PgRecorderStore {
     const c = this.client;
     this.client = null;
     void c?.end().catch(() => undefined);
+  }
+
+  private saw(id: number): void {
+    if (Number.isSafeInteger(id) && id > (this.newestId ?? -1)) this.newestId = id;
   }
 
   private async countOwn(c: pg.Client): Promise<number> {
@@ -86,6 +106,7 @@ export class PgRecorderStore {
       }
       await c.query("SELECT pg_notify($1, $2)", [this.names.channel, JSON.stringify({ instance: this.options.instance, id: maxId })]);
       await c.query("COMMIT");
+      this.saw(maxId);
     } catch (err) {
       await c.query("ROLLBACK").catch(() => undefined);
       throw err;

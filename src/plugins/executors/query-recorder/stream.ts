@@ -1,6 +1,7 @@
 // The record stream's clients on the DNS thread. Records are serialised once, in the writer, and
-// only while someone listens; each committed batch arrives as one array of SSE frames that every
-// client writes (the API layer joins it once and queues it per client, bounded). A new client asks
+// only while someone listens; each committed batch arrives as one array of SSE frames, handed to
+// every client by reference (O(1) each): the API layer (src/api/sse.ts) writes it later, in budgeted
+// turns, joined into chunks once for all clients, queued per client up to a bound. A new client asks
 // the writer for its replay (the newest `tail` records, or those after its Last-Event-ID); the
 // writer answers in order with its commits, so the client gets the replay, then every later
 // record, with no gap and nothing twice.

@@ -44,11 +44,12 @@ const post = (m: WriterReply): void => port.postMessage(m);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 const sqlite = data.sqlite ? new RecorderStore(data.sqlite) : null;
 const postgres = data.postgres ? new PgRecorderStore(data.postgres) : null;
-/** With PostgreSQL the stream shows every instance's records, read back from the store. */
+/** With PostgreSQL the stream shows every instance's records, read back from the store, from the newest id the writer knows of. */
 const feed = data.postgres
   ? new PgFeed(
       data.postgres.pg,
       data.memoryTail,
+      () => postgres?.newestId ?? null,
       (frames) => post({ t: "frames", frames }),
       (client, frames) => post({ t: "replay", client, frames }),
     )
