@@ -14,35 +14,26 @@
 import type { Bus } from "../bus.js";
 import { LOG_LEVEL_NAMES, levelRank, type LogEntry } from "../observability/log-ring.js";
 import { FrameBatch, logFrame, type LogStreamConnection } from "./log-stream.js";
-
-/** Shortest gap between the end of one turn and the start of the next. */
-export const BATCH_MS = 25;
-/** Longest a turn writes to clients before it leaves the rest for the next turn. */
-export const TURN_BUDGET_MS = 2;
-/** A turn this late is a sign DNS needs the time: it serves one client (so every client still progresses). */
-const LATE_MS = BATCH_MS;
+import { Turns } from "./turns.js";
 
 export class LogBroadcast {
   private conns: LogStreamConnection[] = [];
   /** Index of the client that goes first next turn (rotates so every client gets turns). */
   private cursor = 0;
   private pending: LogEntry[] = [];
-  private scheduled = false;
-  private lastTurnEnd = 0;
-  /** When the scheduled turn should start (performance.now() time). */
-  private dueAt = 0;
+  private readonly turns = new Turns((deadline) => {
+    this.distribute(deadline);
+    return this.conns.some((c) => c.ready);
+  });
   private readonly onLog = (entry: LogEntry): void => {
     this.pending.push(entry);
-    this.schedule();
+    this.turns.request();
   };
-  private readonly turnNow = (): void => this.turn();
-  // From a timer, the turn waits for the check phase, after this iteration's I/O callbacks.
-  private readonly timerFired = (): void => void setImmediate(this.turnNow);
 
   constructor(private readonly bus: Bus) {}
 
   /** Asks for a turn (a client's socket drained). */
-  readonly wake = (): void => this.schedule();
+  readonly wake = (): void => this.turns.request();
 
   /**
    * Subscribes a client. Entries logged before this call are handed to the others first, so the
@@ -51,7 +42,7 @@ export class LogBroadcast {
   add(conn: LogStreamConnection): void {
     if (this.pending.length > 0) {
       this.distribute(null);
-      this.schedule();
+      this.turns.request();
     }
     if (this.conns.length === 0) this.bus.on("log", this.onLog);
     this.conns.push(conn);
@@ -66,23 +57,6 @@ export class LogBroadcast {
     this.bus.off("log", this.onLog);
     this.pending = [];
     this.cursor = 0;
-  }
-
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    const now = performance.now();
-    this.dueAt = Math.max(now, this.lastTurnEnd + BATCH_MS);
-    if (this.dueAt > now) setTimeout(this.timerFired, this.dueAt - now);
-    else setImmediate(this.turnNow);
-  }
-
-  private turn(): void {
-    this.scheduled = false;
-    const now = performance.now();
-    this.distribute(now - this.dueAt > LATE_MS ? now : now + TURN_BUDGET_MS);
-    this.lastTurnEnd = performance.now();
-    if (this.conns.some((c) => c.ready)) this.schedule();
   }
 
   /** Gives every client the pending entries: written until `deadline` (performance.now() time), held after it; null holds all. */

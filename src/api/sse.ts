@@ -10,7 +10,7 @@
 import type { Writable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import type { EventSink, OpenStream } from "../registry/control.js";
-import { BATCH_MS, TURN_BUDGET_MS } from "./log-broadcast.js";
+import { Turns } from "./turns.js";
 import { FrameBatch, HEARTBEAT_MS, type LogStreamStats } from "./log-stream.js";
 
 /** SSE unless the client only accepts other types (curl and fetch send `*\/*`). */
@@ -184,8 +184,6 @@ export class PluginStreamConnection {
   }
 }
 
-/** A turn this late is a sign DNS needs the time: it serves one client (so every client still progresses). */
-const LATE_MS = BATCH_MS;
 /**
  * Most bytes all clients are given in one turn (about 80 MB/s in all): the time a write takes here
  * is not its whole cost, the kernel's work for the sockets competes with DNS for the CPUs too.
@@ -199,16 +197,10 @@ export class PluginStreamBroadcast {
   private clients: PluginStreamConnection[] = [];
   /** Index of the client that goes first next turn (rotates so every client gets turns). */
   private cursor = 0;
-  private scheduled = false;
-  private lastTurnEnd = 0;
-  /** When the scheduled turn should start (performance.now() time). */
-  private dueAt = 0;
-  private readonly turnNow = (): void => this.turn();
-  // From a timer, the turn waits for the check phase, after this iteration's I/O callbacks.
-  private readonly timerFired = (): void => void setImmediate(this.turnNow);
+  private readonly turns = new Turns((deadline, late) => this.turn(deadline, late));
 
   /** Asks for a turn (frames were added, or a client's socket drained). */
-  readonly wake = (): void => this.schedule();
+  readonly wake = (): void => this.turns.request();
 
   get size(): number {
     return this.clients.length;
@@ -226,20 +218,8 @@ export class PluginStreamBroadcast {
     if (this.clients.length === 0) this.cursor = 0;
   }
 
-  private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    const now = performance.now();
-    this.dueAt = Math.max(now, this.lastTurnEnd + BATCH_MS);
-    if (this.dueAt > now) setTimeout(this.timerFired, this.dueAt - now);
-    else setImmediate(this.turnNow);
-  }
-
-  private turn(): void {
-    this.scheduled = false;
-    const start = performance.now();
-    const late = start - this.dueAt > LATE_MS;
-    const deadline = late ? start : start + TURN_BUDGET_MS;
+  /** One turn: returns true when a client still has something to write. */
+  private turn(deadline: number, late: boolean): boolean {
     const n = this.clients.length;
     let bytes = 0;
     let served = 0;
@@ -259,8 +239,7 @@ export class PluginStreamBroadcast {
       served++;
       idle = 0;
     }
-    this.lastTurnEnd = performance.now();
-    if (this.clients.some((c) => c.ready)) this.schedule();
+    return this.clients.some((c) => c.ready);
   }
 }
 

@@ -5,12 +5,12 @@
 // no-client run, or 100 ms, whichever is larger: generous for a shared 2-core box (before the fix
 // 84 % of the queries went unanswered and the p99 was 5.4 s). Then stalled clients (never read)
 // must not make the process grow.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import dgram from "node:dgram";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { CLI } from "../helpers/cli.js";
+import { lineChild, type LineChild } from "../helpers/line-child.js";
 import { buildQuery } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 
@@ -18,50 +18,6 @@ const QPS = 3000;
 const SECONDS = 3;
 const CLIENTS = 200;
 
-interface Child {
-  proc: ChildProcessWithoutNullStreams;
-  /** Resolves with the first stdout line matching `re` (its match). */
-  line(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
-  stop(): Promise<void>;
-}
-
-/** A child whose stdout is scanned line by line only while someone waits; otherwise drained unread. */
-function child(args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env } });
-  let buffered = "";
-  let stderr = "";
-  const waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
-  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  proc.stdout.on("data", (d: Buffer) => {
-    if (waiters.length === 0) return;
-    buffered += d.toString();
-    const lines = buffered.split("\n");
-    buffered = lines.pop() ?? "";
-    for (const l of lines) {
-      for (const w of waiters.slice()) {
-        const m = w.re.exec(l);
-        if (m) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(m);
-        }
-      }
-    }
-    if (waiters.length === 0) buffered = "";
-  });
-  const exited = new Promise<void>((r) => proc.on("exit", () => r()));
-  return {
-    proc,
-    line: (re, timeoutMs = 15_000) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no line ${re} in ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
-        waiters.push({ re, resolve: (m) => (clearTimeout(timer), resolve(m)) });
-      }),
-    stop: async () => {
-      proc.kill("SIGKILL");
-      await exited;
-    },
-  };
-}
 
 /** SSE clients in their own process: `read` counts log frames per client; `stall` stops reading after the headers. */
 const CLIENT_SCRIPT = `
@@ -88,8 +44,8 @@ for (let i = 0; i < count; i++) {
 process.stdin.on("data", () => process.stdout.write("report " + JSON.stringify({ frames, bytes }) + "\\n"));
 `;
 
-function clients(port: number, count: number, mode: "read" | "stall"): Child {
-  return child(["--input-type=module", "-e", CLIENT_SCRIPT], { PORT: String(port), COUNT: String(count), MODE: mode });
+function clients(port: number, count: number, mode: "read" | "stall"): LineChild {
+  return lineChild(["--input-type=module", "-e", CLIENT_SCRIPT], { PORT: String(port), COUNT: String(count), MODE: mode });
 }
 
 interface LoadResult {
@@ -141,7 +97,7 @@ async function steadyLoad(port: number, seconds = SECONDS): Promise<LoadResult> 
 const fmt = (r: LoadResult): string => `${r.answered}/${r.sent} answered, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms`;
 
 let dir: string;
-let sluice: Child;
+let sluice: LineChild;
 let apiPort = 0;
 let udpPort = 0;
 
@@ -171,7 +127,7 @@ plugins:
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `,
   );
-  sluice = child([CLI, "start", "-c", "sluice.yaml", "-d", dir]);
+  sluice = lineChild([CLI, "start", "-c", "sluice.yaml", "-d", dir]);
   const api = sluice.line(/"port":(\d+).*"management API listening"/);
   const udp = sluice.line(/"port":(\d+).*"udp server listening"/);
   apiPort = Number((await api)[1]);

@@ -6,12 +6,12 @@
 // third of the queries lost), and every client must be told of every record committed meanwhile, in
 // order: received, or counted in an `event: dropped` frame (a client that falls behind skips
 // records, never silently). Then stalled clients (never read) must not make the process grow.
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import dgram from "node:dgram";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { CLI } from "../helpers/cli.js";
+import { lineChild, type LineChild } from "../helpers/line-child.js";
 import { buildQuery } from "../helpers/dns.js";
 import { rssMb } from "../helpers/proc.js";
 import { tempDir } from "../helpers/sluice.js";
@@ -20,50 +20,6 @@ const QPS = 2000;
 const SECONDS = 3;
 const CLIENTS = 200;
 
-interface Child {
-  proc: ChildProcessWithoutNullStreams;
-  /** Resolves with the first stdout line matching `re` from now on (its match). */
-  line(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
-  stop(): Promise<void>;
-}
-
-/** A child whose stdout is scanned line by line only while someone waits; otherwise drained unread. */
-function child(args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env } });
-  let buffered = "";
-  let stderr = "";
-  const waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
-  proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  proc.stdout.on("data", (d: Buffer) => {
-    if (waiters.length === 0) return;
-    buffered += d.toString();
-    const lines = buffered.split("\n");
-    buffered = lines.pop() ?? "";
-    for (const l of lines) {
-      for (const w of waiters.slice()) {
-        const m = w.re.exec(l);
-        if (m) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(m);
-        }
-      }
-    }
-    if (waiters.length === 0) buffered = "";
-  });
-  const exited = new Promise<void>((r) => proc.on("exit", () => r()));
-  return {
-    proc,
-    line: (re, timeoutMs = 15_000) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no line ${re} in ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
-        waiters.push({ re, resolve: (m) => (clearTimeout(timer), resolve(m)) });
-      }),
-    stop: async () => {
-      proc.kill("SIGKILL");
-      await exited;
-    },
-  };
-}
 
 /**
  * SSE clients of the record stream in their own process, kept cheap (native Buffer searches, no
@@ -132,11 +88,11 @@ interface Report {
   errors: number;
 }
 
-function clients(port: number, count: number, mode: "read" | "stall"): Child {
-  return child(["--input-type=module", "-e", CLIENT_SCRIPT], { PORT: String(port), COUNT: String(count), MODE: mode });
+function clients(port: number, count: number, mode: "read" | "stall"): LineChild {
+  return lineChild(["--input-type=module", "-e", CLIENT_SCRIPT], { PORT: String(port), COUNT: String(count), MODE: mode });
 }
 
-async function report(c: Child): Promise<Report> {
+async function report(c: LineChild): Promise<Report> {
   const line = c.line(/^report (.*)$/);
   c.proc.stdin.write("report\n");
   return JSON.parse((await line)[1]) as Report;
@@ -205,7 +161,7 @@ const fmt = (r: LoadResult): string =>
   `${r.answered}/${r.sent} answered (${r.sent - r.answered} lost), p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms, longest gap ${r.gap.toFixed(1)} ms`;
 
 let dir: string;
-let sluice: Child;
+let sluice: LineChild;
 let apiPort = 0;
 let udpPort = 0;
 
@@ -239,7 +195,7 @@ plugins:
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `,
   );
-  sluice = child([CLI, "start", "-c", "sluice.yaml", "-d", dir]);
+  sluice = lineChild([CLI, "start", "-c", "sluice.yaml", "-d", dir]);
   const api = sluice.line(/"port":(\d+).*"management API listening"/);
   const udp = sluice.line(/"port":(\d+).*"udp server listening"/);
   apiPort = Number((await api)[1]);

@@ -6,7 +6,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValida
 import type { ApiHost } from "../host.js";
 import type { LogLevelName } from "../../observability/log-ring.js";
 import { ApiError, errorSchema } from "../errors.js";
-import { BATCH_MS, LogBroadcast } from "../log-broadcast.js";
+import { LogBroadcast } from "../log-broadcast.js";
+import { BATCH_MS } from "../turns.js";
 import { HEARTBEAT_MS, LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
 import type { RouteContext } from "../server.js";
 import { acceptsEventStream } from "../sse.js";
