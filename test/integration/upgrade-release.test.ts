@@ -4,11 +4,11 @@
 // no digest, a timeout, another platform) leave it serving; a good apply restarts into the new
 // release; apply again is skipped; `sluice upgrade rollback` and a restart return to the first;
 // a release that cannot start is rolled back by itself.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { verify } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { create, extract } from "tar";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildRelease } from "../../src/release/build.js";
 import { artefactName, artefactRoot, signatureName, thisPlatform, type Release } from "../../src/upgrade/release.js";
@@ -23,6 +23,7 @@ import { tempDir } from "../helpers/sluice.js";
 import { pollStatus, post, status } from "../helpers/upgrade.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
+const execFileAsync = promisify(execFile);
 const v = parseSemver(VERSION)!;
 const NEXT = `${v.major}.${v.minor + 1}.0`;
 const BROKEN = `${v.major}.${v.minor + 2}.0`;
@@ -198,14 +199,15 @@ describe("release artefacts and self-upgrade, end to end", () => {
     // The bumped artefact made into a release whose smoke test passes but whose start throws.
     const dir = join(work, "broken");
     mkdirSync(dir);
-    await extract({ file: join(work, "out", artefactName(NEXT, thisPlatform())), cwd: dir });
+    // GNU tar, not node-tar: ~0.6 s instead of ~12 s for the artefact's 7 700 entries.
+    await execFileAsync("tar", ["-xzf", join(work, "out", artefactName(NEXT, thisPlatform())), "-C", dir]);
     const top = join(dir, artefactRoot(BROKEN));
     execFileSync("mv", [join(dir, artefactRoot(NEXT)), top]);
     for (const f of ["package.json", MANIFEST_FILE]) writeFileSync(join(top, f), readFileSync(join(top, f), "utf8").replace(`"version": "${NEXT}"`, `"version": "${BROKEN}"`));
     const appJs = join(top, "dist", "src", "app", "app.js");
     writeFileSync(appJs, readFileSync(appJs, "utf8").replace("static async start(options) {", 'static async start(options) { throw new Error("this release cannot start (test fixture)");'));
     const file = join(work, "out", artefactName(BROKEN, thisPlatform()));
-    await create({ gzip: { level: 1 }, file, cwd: dir, portable: true }, [artefactRoot(BROKEN)]);
+    await execFileAsync("tar", ["-I", "gzip -1", "--owner=0", "--group=0", "--numeric-owner", "-cf", file, "-C", dir, artefactRoot(BROKEN)]);
     artefacts[BROKEN] = readFileSync(file);
     publish(BROKEN);
     expect((await post(api(), "/api/upgrade/apply")).status).toBe(202);
