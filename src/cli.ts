@@ -39,7 +39,7 @@ A replica of a primary (start only):
                            the primary's API credentials, user:password on the first line
                            (or the environment variable ${AUTH_ENV}); never printed
       --config-from-ca FILE  PEM CA that signed an https primary's certificate
-      --config-poll DURATION how often the primary is asked (default ${DEFAULT_POLL}, 1s to 1h)
+      --config-poll DURATION how often the primary is asked (default ${DEFAULT_POLL}, 200ms to 1h)
       --config-from-timeout DURATION
                            the whole pull ends within this, or counts as failed (default ${DEFAULT_TIMEOUT})
 

@@ -76,7 +76,7 @@ export function configSource(o: SourceOptions): ConfigSource {
   } catch (err) {
     throw new SourceError(`--config-poll: ${(err as Error).message}`);
   }
-  if (intervalMs < 1000 || intervalMs > 3_600_000) throw new SourceError("--config-poll must be between 1s and 1h");
+  if (intervalMs < 200 || intervalMs > 3_600_000) throw new SourceError("--config-poll must be between 200ms and 1h");
   let timeoutMs: number;
   try {
     timeoutMs = parseDuration(o.timeout ?? DEFAULT_TIMEOUT);

@@ -141,7 +141,7 @@ test("bad --config-from options are usage errors", async () => {
   expect(bad.stderr).toMatch(/http:\/\/ or https:\/\//);
   const poll = await runCli(["start", "-c", file, "--config-from", "http://127.0.0.1:1", "--config-poll", "10ms"]);
   expect(poll.code).toBe(2);
-  expect(poll.stderr).toMatch(/--config-poll must be between 1s and 1h/);
+  expect(poll.stderr).toMatch(/--config-poll must be between 200ms and 1h/);
   const alone = await runCli(["start", "-c", file, "--config-poll", "5s"]);
   expect(alone.code).toBe(2);
 });

@@ -198,7 +198,7 @@ describe("replica follow model", () => {
     real.set("v0", { version: v0, text: content("v0", true), valid: true });
     const file = join(dir, `replica-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(file, content("v0", true).replace("model-pw", "local-pw"));
-    const run: RunningCli = startCli(["-c", file, "--config-from", `http://127.0.0.1:${(world.relay.address() as net.AddressInfo).port}`, "--config-poll", "1s"], { env: { SLUICE_CONFIG_FROM_AUTH: "admin:model-pw" } });
+    const run: RunningCli = startCli(["-c", file, "--config-from", `http://127.0.0.1:${(world.relay.address() as net.AddressInfo).port}`, "--config-poll", "250ms"], { env: { SLUICE_CONFIG_FROM_AUTH: "admin:model-pw" } });
     try {
       const apiPort = Number((await run.waitForLog((l) => l.msg === "management API listening")).port);
       const udpPort = (): number => Number([...run.logs].reverse().find((l) => l.msg === "udp server listening")?.port);
