@@ -1,5 +1,4 @@
 import { defineConfig } from "vitest/config";
-import LongestFirstSequencer from "./test/longest-first-sequencer.js";
 import SlowestFilesReporter from "./test/slowest-reporter.js";
 
 export default defineConfig({
@@ -17,6 +16,5 @@ export default defineConfig({
     // (more only adds CPU contention on a 2-core machine, which the timing checks elsewhere feel).
     maxConcurrency: 2,
     reporters: ["default", new SlowestFilesReporter()],
-    sequence: { sequencer: LongestFirstSequencer },
   },
 });
