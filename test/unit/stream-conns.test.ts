@@ -3,7 +3,8 @@
 // is still closed after idle_timeout and may be evicted; the unsent bytes stay bounded.
 import net from "node:net";
 import { afterEach, expect, test } from "vitest";
-import { StreamConnections, UNSENT_PAUSE_BYTES, type StreamLimits } from "../../src/plugins/servers/stream-conns.js";
+import { StreamConnections } from "../../src/plugins/servers/stream-conns.js";
+import { UNSENT_PAUSE_BYTES, type StreamLimits } from "../../src/plugins/servers/stream-limits.js";
 import { framed, RawTcp } from "../helpers/tcp-client.js";
 
 const ANSWER = Buffer.alloc(30_000, 0x41); // under UNSENT_PAUSE_BYTES, so one answer alone never pauses

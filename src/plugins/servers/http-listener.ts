@@ -16,9 +16,8 @@ import { CONN, detachedStats, finished, hasBody, HttpConn, ignore, stopWaiting, 
 import { H1Exchange, H2Exchange, sendError, type DohExchange } from "./doh-exchange.js";
 import { Listener } from "./listener.js";
 import { readStreamHeader, type ProxyPolicy } from "./proxy-protocol.js";
-import { MAX_INFLIGHT } from "./stream-conns.js";
+import { MAX_INFLIGHT } from "./stream-limits.js";
 
-export type { HttpLimits, HttpStats } from "./http-conn.js";
 
 export type HttpHandler = (exchange: DohExchange) => void;
 

@@ -13,7 +13,8 @@ import { MAX_QUERY_BYTES } from "../../dns/query.js";
 import { HttpListener } from "./http-listener.js";
 import { Listener } from "./listener.js";
 import { readStreamHeader, type ProxyPolicy, type StreamPeer } from "./proxy-protocol.js";
-import { StreamConnections, type StreamHandler } from "./stream-conns.js";
+import { StreamConnections } from "./stream-conns.js";
+import type { StreamHandler } from "./stream-limits.js";
 
 export type UdpHandler = (msg: Buffer, rinfo: dgram.RemoteInfo) => void;
 /** Answers one framed TCP query; see StreamHandler. */

@@ -10,7 +10,6 @@ import type net from "node:net";
 import type { Cell } from "../../observability/metrics.js";
 import { detachedStats, MAX_INFLIGHT, UNSENT_CLOSE_BYTES, UNSENT_PAUSE_BYTES, type Remote, type StreamHandler, type StreamLimits, type StreamStats } from "./stream-limits.js";
 
-export { MAX_INFLIGHT, UNSENT_CLOSE_BYTES, UNSENT_PAUSE_BYTES, type Remote, type StreamHandler, type StreamLimits } from "./stream-limits.js";
 
 const EMPTY = Buffer.alloc(0);
 

@@ -9,8 +9,6 @@ import { dirname } from "node:path";
 import { replaceFileAtomically } from "../../../config/atomic-file.js";
 import { HttpError, openGet } from "../../../net/http-get.js";
 
-export { SUPPORTED_PROTOCOLS } from "../../../net/http-get.js";
-
 export interface FetchOptions {
   /** The whole download (connect, every redirect, the body) must finish within this. */
   timeoutMs: number;

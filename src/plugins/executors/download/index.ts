@@ -15,7 +15,8 @@ import type { Cell } from "../../../observability/metrics.js";
 import type { Logger } from "../../../observability/logger.js";
 import type { Services } from "../../../registry/services.js";
 import { downloadControl } from "./control.js";
-import { downloadFile, DownloadTimeoutError, SUPPORTED_PROTOCOLS } from "./fetch.js";
+import { SUPPORTED_PROTOCOLS } from "../../../net/http-get.js";
+import { downloadFile, DownloadTimeoutError } from "./fetch.js";
 
 /** Default cap on one file (a GeoIP database is ~70 MB; rule lists are far smaller). */
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
