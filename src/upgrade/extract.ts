@@ -3,12 +3,16 @@
 // output is counted before tar sees it. More than `maxBytes` out, or more than `maxRatio` times the
 // compressed bytes read, ends it at once (a gzip bomb never gets past its first megabytes), as does
 // any entry that is not a plain file or directory inside the artefact's one top directory.
+// tar's Parser reads the archive; the writing is ours (FileWriter): only files and directories under a
+// fresh directory, each parent made once, which is ~20 times faster than tar's Unpack on a release
+// of ~8 000 entries (0.6 s instead of 11 s), since Unpack re-checks every path level of every entry.
 
-import { createReadStream } from "node:fs";
+import { closeSync, createReadStream, lstatSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
-import { Unpack, type ReadEntry } from "tar";
+import { Parser, type ReadEntry } from "tar";
 
 export interface ExtractJob {
   file: string;
@@ -47,6 +51,57 @@ export function entryProblem(path: string, entry: ReadEntry, root: string): stri
 /** A refusal that stops the pipeline; its message is the reason. */
 class Refused extends Error {}
 
+/** Writes the accepted entries below `dir` (paths already checked by entryProblem, top directory stripped). */
+class FileWriter {
+  private readonly made = new Set<string>();
+  constructor(private readonly dir: string) {
+    this.made.add(dir);
+  }
+
+  private ensureDir(path: string, mode = 0o755): void {
+    if (this.made.has(path)) return;
+    this.ensureDir(dirname(path));
+    try {
+      mkdirSync(path, { mode });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || !lstatSync(path).isDirectory()) throw err;
+    }
+    this.made.add(path);
+  }
+
+  /** Starts one entry; its data events are written as they come (the parser runs in the unpack worker). */
+  write(relative: string, entry: ReadEntry, fail: (err: Error) => void): void {
+    const target = join(this.dir, relative);
+    try {
+      if (entry.type === "Directory") {
+        if (target !== this.dir) this.ensureDir(target, ((entry.mode ?? 0o755) & 0o777) | 0o700);
+        entry.resume();
+        return;
+      }
+      this.ensureDir(dirname(target));
+      const fd = openSync(target, "w", ((entry.mode ?? 0o644) & 0o777) | 0o600);
+      let closed = false;
+      const close = (): void => {
+        if (!closed) closeSync(fd);
+        closed = true;
+      };
+      entry.on("data", (chunk: Buffer) => {
+        if (closed) return;
+        try {
+          for (let off = 0; off < chunk.length; ) off += writeSync(fd, chunk, off);
+        } catch (err) {
+          close();
+          fail(err as Error);
+        }
+      });
+      entry.on("end", close);
+    } catch (err) {
+      entry.resume();
+      fail(err as Error);
+    }
+  }
+}
+
 /** Counts the compressed bytes read. */
 function counter(onTotal: (total: number) => void): Transform {
   let total = 0;
@@ -67,15 +122,18 @@ export async function extractBounded(job: ExtractJob): Promise<ExtractOutcome> {
   let declared = 0;
   // Set from the stream callbacks; a holder, so the checks after the pipeline read it fresh.
   const refused: { problem: string | null } = { problem: null };
+  const wrote: { error: string | null } = { error: null };
   const controller = new AbortController();
   const refuse = (why: string): never => {
     refused.problem ??= why;
     throw new Refused(why);
   };
-  const unpack = new Unpack({
-    cwd: job.dir,
-    strip: 1,
-    preserveOwner: false,
+  const writer = new FileWriter(job.dir);
+  const writeFailed = (err: Error): void => {
+    wrote.error ??= err.message;
+    controller.abort();
+  };
+  const unpack = new Parser({
     strict: true,
     // The gunzip is ours (counted); a compressed stream inside it is refused below, never sniffed and inflated by tar.
     zstd: false,
@@ -94,6 +152,10 @@ export async function extractBounded(job: ExtractJob): Promise<ExtractOutcome> {
         controller.abort();
       }
       return why === null;
+    },
+    onReadEntry: (entry: ReadEntry) => {
+      const relative = entry.path.split("/").filter((p) => p !== "" && p !== ".").slice(1).join("/");
+      writer.write(relative, entry, writeFailed);
     },
   });
   // tar keeps (and re-copies, at every write) whatever follows the end of the archive: it never gets it.
@@ -125,8 +187,10 @@ export async function extractBounded(job: ExtractJob): Promise<ExtractOutcome> {
     await pipeline(createReadStream(job.file, { highWaterMark: CHUNK }), counter((total) => (compressed = total)), createGunzip({ chunkSize: CHUNK }), guard, unpack, { signal: controller.signal });
   } catch (err) {
     if (refused.problem !== null) return { ok: false, error: `the artefact was refused: ${refused.problem}` };
+    if (wrote.error !== null) return { ok: false, error: `the artefact cannot be unpacked: ${wrote.error}` };
     return { ok: false, error: `the artefact cannot be unpacked: ${(err as Error).message}` };
   }
   if (refused.problem !== null) return { ok: false, error: `the artefact was refused: ${refused.problem}` };
+  if (wrote.error !== null) return { ok: false, error: `the artefact cannot be unpacked: ${wrote.error}` };
   return { ok: true, entries, bytes: unpacked };
 }

@@ -2,14 +2,14 @@
 // well-formed artefact unpacks; zeros after the end of the tar or inside its files are refused
 // within the first megabytes of output, not after inflating a gigabyte; a gzip inside the gzip is
 // refused rather than inflated by tar.
-import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, expect, test } from "vitest";
 import { extractBounded, MAX_TRAILING_BYTES, type ExtractJob } from "../../src/upgrade/extract.js";
 import { MAX_RATIO } from "../../src/upgrade/unpack.js";
-import { fakeRelease, zeroBomb } from "../helpers/fake-release.js";
+import { fakeRelease, tarGz, zeroBomb } from "../helpers/fake-release.js";
 
 const MiB = 1024 * 1024;
 
@@ -27,6 +27,34 @@ describe("extractBounded", () => {
     expect(readdirSync(plain.dir).sort()).toEqual(["bin", "dist", "sluice-release.json"]);
     const padded = job(Buffer.concat([fakeRelease("9.9.9").body, gzipSync(Buffer.alloc(10240))]));
     expect(await extractBounded(padded)).toMatchObject({ ok: true });
+  });
+
+  test("files land with their contents and permission bits, parents made where no directory entry names them; a later entry of the same name wins", async () => {
+    const j = job(
+      tarGz([
+        { path: "sluice-9.9.9/", type: "5" },
+        { path: "sluice-9.9.9/bin/sluice", content: "#!/bin/sh\n", mode: 0o755 },
+        { path: "sluice-9.9.9/a/b/c/deep.txt", content: "deep" },
+        { path: "sluice-9.9.9/empty", content: "" },
+        { path: "sluice-9.9.9/twice", content: "first" },
+        { path: "sluice-9.9.9/twice", content: "second", mode: 0o600 },
+        { path: "sluice-9.9.9/big", content: Buffer.alloc(300_000, 7) },
+      ]),
+    );
+    expect(await extractBounded(j)).toMatchObject({ ok: true, entries: 7 });
+    expect(readFileSync(join(j.dir, "bin", "sluice"), "utf8")).toBe("#!/bin/sh\n");
+    expect(statSync(join(j.dir, "bin", "sluice")).mode & 0o777).toBe(0o755);
+    expect(readFileSync(join(j.dir, "a", "b", "c", "deep.txt"), "utf8")).toBe("deep");
+    expect(statSync(join(j.dir, "empty")).size).toBe(0);
+    expect(readFileSync(join(j.dir, "twice"), "utf8")).toBe("second");
+    expect(readFileSync(join(j.dir, "big")).equals(Buffer.alloc(300_000, 7))).toBe(true);
+  });
+
+  test("a directory where a file was written (or the other way round) fails the unpack, saying why", async () => {
+    const dirOverFile = await extractBounded(job(tarGz([{ path: "sluice-9.9.9/x", content: "file" }, { path: "sluice-9.9.9/x/", type: "5" }])));
+    expect(dirOverFile).toMatchObject({ ok: false, error: expect.stringMatching(/^the artefact cannot be unpacked: EEXIST/) as unknown });
+    const fileOverDir = await extractBounded(job(tarGz([{ path: "sluice-9.9.9/y/", type: "5" }, { path: "sluice-9.9.9/y", content: "file" }])));
+    expect(fileOverDir).toMatchObject({ ok: false, error: expect.stringMatching(/^the artefact cannot be unpacked: EISDIR/) as unknown });
   });
 
   for (const where of ["trailing", "entries"] as const) {
