@@ -43,6 +43,8 @@ export interface ApiHost {
   configPath(): string;
   /** The running configuration's `upgrade` section. */
   upgradeSettings(): UpgradeConfig | null;
+  /** Interval of the `: heartbeat` comment on SSE streams opened now (api.http.sse_heartbeat). */
+  sseHeartbeatMs(): number;
   /** The generation answering queries (null before the first one is up and after the last is gone). */
   liveRuntime(): LiveRuntime | null;
   /** The Redis connections (cache tiers, cluster): none, all up, or some being retried. */

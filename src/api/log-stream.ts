@@ -10,8 +10,6 @@ import { levelRank, type LogEntry, type LogLevelName, type LogRing } from "../ob
 
 /** Entries one connection may hold while its socket is backpressured. */
 export const QUEUE_LIMIT = 1000;
-/** Comment frame interval that keeps proxies and clients from timing out an idle stream. */
-export const HEARTBEAT_MS = 15_000;
 /** Bytes per socket write: bounds what a backpressured socket holds in user space to HWM + one chunk. */
 export const CHUNK_BYTES = 16 * 1024;
 const HEARTBEAT_FRAME = ": heartbeat\n\n";

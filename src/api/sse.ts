@@ -1,5 +1,5 @@
 // Server-Sent Events shared by the API's streams: the Accept check, and the stream of a plugin route
-// (src/registry/control.ts `stream: true`): headers, a heartbeat at once and every HEARTBEAT_MS, and
+// (src/registry/control.ts `stream: true`): headers, a heartbeat at once and every api.http.sse_heartbeat, and
 // the log stream's fan-out (./log-broadcast.ts) for what the plugin sends. A source's `send` only
 // queues a reference for that client (O(1)); the writes happen in turns of the one broadcaster
 // below, at most every BATCH_MS, after the loop's I/O callbacks (DNS), within TURN_BUDGET_MS, each
@@ -11,7 +11,7 @@ import type { Writable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import type { EventSink, OpenStream } from "../registry/control.js";
 import { Turns } from "./turns.js";
-import { FrameBatch, HEARTBEAT_MS, type LogStreamStats } from "./log-stream.js";
+import { FrameBatch, type LogStreamStats } from "./log-stream.js";
 
 /** SSE unless the client only accepts other types (curl and fetch send `*\/*`). */
 export function acceptsEventStream(accept: string | undefined): boolean {
@@ -250,14 +250,14 @@ export const pluginStreams = new PluginStreamBroadcast();
  * Commits `reply` (a route registered with @fastify/sse in manual mode) as an event stream and runs
  * the plugin's stream on it until the client goes or `release` is called; returns `release`.
  */
-export function startPluginStream(reply: FastifyReply, open: OpenStream, onRelease: () => void): () => void {
+export function startPluginStream(reply: FastifyReply, open: OpenStream, heartbeatMs: number, onRelease: () => void): () => void {
   reply.sse.keepAlive();
   reply.sse.sendHeaders();
   // A drained socket asks for a turn; the turn writes what the client holds.
   const conn = new PluginStreamConnection(reply.raw, pluginStreams.wake);
   pluginStreams.add(conn);
   conn.heartbeat();
-  const timer = setInterval(() => conn.heartbeat(), HEARTBEAT_MS);
+  const timer = setInterval(() => conn.heartbeat(), heartbeatMs);
   timer.unref();
   let close: (() => void) | null = null;
   let released = false;

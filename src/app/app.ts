@@ -17,6 +17,7 @@ import { ClusterLink, type ApplyOutcome, type SharedChange } from "../cluster/cl
 import { sourceName } from "../cluster/config-source.js";
 import { followRecord, startFollower, type FollowActor, type Following } from "../cluster/follow.js";
 import { RedisHub, type RedisStatus } from "../cluster/redis.js";
+import { sseHeartbeatMs } from "../config/heartbeat.js";
 import { instanceName, type ClusterConfig } from "../config/cluster.js";
 import { saveConfigFile } from "../config/save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
@@ -218,6 +219,10 @@ export class App implements ApiHost {
 
   configPath(): string {
     return this.config.path as string;
+  }
+
+  sseHeartbeatMs(): number {
+    return sseHeartbeatMs(this.config.api);
   }
 
   upgradeSettings(): UpgradeConfig | null {

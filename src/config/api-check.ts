@@ -1,6 +1,7 @@
 // Checks of the `api.http` section that the schema cannot express: the listen address, allowed_hosts
 // entries, the WebUI index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
+import { sseHeartbeatProblem } from "./heartbeat.js";
 import { configLimitsProblems } from "./limits.js";
 import { normaliseAllowedHost } from "./hosts.js";
 import { listenProblem } from "./listen.js";
@@ -23,6 +24,8 @@ export function apiProblems(http: ApiConfig): ApiProblem[] {
   });
   const index = typeof http.webui === "object" ? http.webui.index : undefined;
   if (index === "." || index === "..") problems.push({ path: ["webui", "index"], message: "api.http.webui.index must name a file" });
+  const heartbeat = sseHeartbeatProblem(http.sse_heartbeat);
+  if (heartbeat) problems.push({ path: ["sse_heartbeat"], message: heartbeat });
   for (const p of configLimitsProblems(http.limits)) problems.push({ path: ["limits", p.key], message: p.message });
   const ssl = http.ssl;
   if (!ssl) return problems;

@@ -23,6 +23,8 @@ export interface ApiConfig {
   /** Host names the API answers besides IP literals (and localhost on loopback); `*`: any. */
   allowed_hosts?: string[];
   limits?: ConfigLimitsConfig & { max_conns?: number };
+  /** Interval of the `: heartbeat` comment on idle SSE streams (a duration, default 15s). */
+  sse_heartbeat?: string;
 }
 
 export interface RawPlugin {
@@ -73,6 +75,7 @@ export const apiHttpSchema = {
       properties: { root: nonEmpty, index: { type: "string", minLength: 1, pattern: "^[^/\\\\]+$", default: "index.html" } },
     },
     allowed_hosts: { type: "array", items: nonEmpty },
+    sse_heartbeat: nonEmpty,
     limits: {
       type: "object",
       additionalProperties: false,

@@ -113,7 +113,7 @@ export interface PluginRoute<I = never> {
   readonly bodyLimit?: number;
   /**
    * A Server-Sent Events route: the handler returns `sseReply(open)`. The API checks Accept (406
-   * not_acceptable), sends the headers, a `: heartbeat` comment at once and every 15 s, and gives
+   * not_acceptable), sends the headers, a `: heartbeat` comment at once and every api.http.sse_heartbeat (15 s), and gives
    * each client a bounded queue (a slow reader skips frames and is told with `event: dropped`).
    */
   readonly stream?: boolean;

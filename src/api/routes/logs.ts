@@ -8,7 +8,8 @@ import type { LogLevelName } from "../../observability/log-ring.js";
 import { ApiError, errorSchema } from "../errors.js";
 import { LogBroadcast } from "../log-broadcast.js";
 import { BATCH_MS } from "../turns.js";
-import { HEARTBEAT_MS, LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
+import { DEFAULT_SSE_HEARTBEAT_MS } from "../../config/heartbeat.js";
+import { LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
 import type { RouteContext } from "../server.js";
 import { acceptsEventStream } from "../sse.js";
 
@@ -60,7 +61,7 @@ const logsResponse = {
 const STREAM_DESCRIPTION =
   "Server-Sent Events. Frames: `event: log` with `id: <entry id>` and the entry as JSON data; `event: dropped` with " +
   `data {"dropped": n} when this client fell more than ${QUEUE_LIMIT} entries behind and the oldest queued ones were ` +
-  `discarded; a \`: heartbeat\` comment right after the replay and every ${HEARTBEAT_MS / 1000} s. Live entries come in ` +
+  `discarded; a \`: heartbeat\` comment right after the replay and every ${DEFAULT_SSE_HEARTBEAT_MS / 1000} s (api.http.sse_heartbeat). Live entries come in ` +
   `batches at most every ${BATCH_MS} ms. Send Last-Event-ID on reconnect to receive the entries after that id still held in memory.`;
 
 /** Open streams per app (each with its release function), for shutdown and for tests. */
@@ -148,7 +149,7 @@ export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext):
         broadcast.add(conn);
         conn.replay(replayEntries(host.logRing, reply.sse.lastEventId, tail, minLevel(level)));
         conn.heartbeat();
-        const timer = setInterval(() => conn.heartbeat(), HEARTBEAT_MS);
+        const timer = setInterval(() => conn.heartbeat(), host.sseHeartbeatMs());
         timer.unref();
         const release = (): void => {
           broadcast.remove(conn);

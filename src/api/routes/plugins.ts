@@ -217,7 +217,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
                 if (!route.stream) throw new ApiError("internal_error", `plugin route ${key} returned a stream but is not declared with stream: true`);
                 // The client may be gone already, in which case the stream is released before this returns.
                 const entry = { release: (): void => undefined, done: false };
-                entry.release = startPluginStream(reply, result.open, () => {
+                entry.release = startPluginStream(reply, result.open, host.sseHeartbeatMs(), () => {
                   entry.done = true;
                   streams.delete(entry.release);
                 });
