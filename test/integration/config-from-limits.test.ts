@@ -7,7 +7,9 @@
 //   without one, fails saying why; later polls that trickle end on time while DNS and the API answer.
 // - A valid 6 MB configuration used to be parsed on the main thread before start (32 s, 1.49 GB
 //   kept in the filed repro). It now goes through the validation worker's heap and time caps, at
-//   the first pull and at later polls alike: refused as too complex, memory back afterwards.
+//   the first pull and at later polls alike: refused as too complex, memory back afterwards. The
+//   replicas here allow 2 s of parsing (api.http.limits.config_parse_timeout), so each refusal
+//   costs 2 s of CPU rather than the default 10 s (api-config-limits.test.ts covers the default).
 import { createHash } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -22,13 +24,16 @@ import { tempDir } from "../helpers/sluice.js";
 
 const DEADLINE = "1s";
 const DEADLINE_MS = 1000;
+/** The replicas' api.http.limits.config_parse_timeout in the big-configuration test. */
+const PARSE = "2s";
 /** Room for a 2-core machine that the rest of the suite keeps busy. */
 const SLACK_MS = 2500;
 
-const replicaYaml = (rcode: number, extra = ""): string => `api:
+/** `parse` sets api.http.limits.config_parse_timeout (the default is 10s). */
+const replicaYaml = (rcode: number, extra = "", parse?: string): string => `api:
   http:
     listen: "127.0.0.1:0"
-plugins:
+${parse === undefined ? "" : `    limits: { config_parse_timeout: ${parse} }\n`}plugins:
 ${extra}  - { tag: main, type: sequence, args: [{ exec: reject ${rcode} }] }
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `;
@@ -240,8 +245,8 @@ test("a valid 6 MB configuration from the primary: validated in the worker under
   expect(big.length).toBeLessThan(8 * 1024 * 1024 - 1_000_000); // under body_bytes, JSON envelope included
 
   // At a later poll: a replica following a small configuration gets the big one.
-  primary.serve(replicaYaml(5));
-  const f = await replica("big-later", replicaYaml(6));
+  primary.serve(replicaYaml(5, "", PARSE));
+  const f = await replica("big-later", replicaYaml(6, "", PARSE));
   expect(rcodeOf(await ask(f.udp, "x.test"))).toBe(5);
   await new Promise((res) => setTimeout(res, 1000));
   const before = rssMb(f.pid);
@@ -272,9 +277,9 @@ test("a valid 6 MB configuration from the primary: validated in the worker under
 
   // At the first pull: refused as too complex, the replica starts on its local copy.
   primary.serve(big);
-  const r = await replica("big-first", replicaYaml(6));
+  const r = await replica("big-first", replicaYaml(6, "", PARSE));
   const line = await r.run.waitForLog((l) => l.msg === "configuration from the primary refused; the last good configuration keeps serving");
-  expect(String(line.err)).toMatch(/too complex to validate: it (needed more than the 256 MiB heap|took longer than the 10s) allowed/);
+  expect(String(line.err)).toMatch(/too complex to validate: it (needed more than the 256 MiB heap|took longer than the 2s) allowed/);
   expect(rcodeOf(await ask(r.udp, "x.test"))).toBe(6);
   await new Promise((res) => setTimeout(res, 1000));
   const firstRss = rssMb(r.pid);
