@@ -5,8 +5,8 @@
 // sluice-release.json; and the release JSON in the GitHub releases API shape beside it.
 
 import { createHash, createPrivateKey, sign } from "node:crypto";
-import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, relative, sep } from "node:path";
+import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { create } from "tar";
 import { artefactName, artefactRoot, signatureName, thisPlatform, type Release, type ReleaseAsset } from "../upgrade/release.js";
 import { MANIFEST_FILE, type ReleaseManifest } from "../upgrade/unpack.js";
@@ -48,35 +48,52 @@ export function productionPackages(root: string): string[] {
     .map(([path]) => path);
 }
 
-/** Copies one package: its nested node_modules are packages of their own; native ones keep only the built addon. */
+/**
+ * Mirrors a tree into the staging directory: directories made, files hard-linked (copied when the
+ * staging directory is on another file system), only where `keep(relative path, stat)` says so.
+ * Linking instead of copying saves most of the build (~7 700 files, several seconds of copying);
+ * nothing in the staging tree is written to, and tar is told not to store links (see `create` below).
+ */
+function mirror(from: string, to: string, keep: (rel: string[], isDir: boolean) => boolean = () => true, rel: string[] = []): void {
+  mkdirSync(to, { recursive: true });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const src = join(from, entry.name);
+    const dst = join(to, entry.name);
+    const path = [...rel, entry.name];
+    if (entry.isSymbolicLink()) throw new Error(`${src} is a symbolic link; a release holds regular files only`);
+    if (!keep(path, entry.isDirectory())) continue;
+    if (entry.isDirectory()) {
+      mirror(src, dst, keep, path);
+    } else if (entry.isFile()) {
+      try {
+        linkSync(src, dst);
+      } catch (err) {
+        if (!["EXDEV", "EPERM", "EMLINK"].includes((err as NodeJS.ErrnoException).code ?? "")) throw err;
+        copyFileSync(src, dst);
+      }
+    }
+  }
+}
+
+/** Mirrors one package: its nested node_modules are packages of their own; native ones keep only the built addon. */
 function copyPackage(from: string, to: string): void {
   const native = existsSync(join(from, "binding.gyp"));
-  cpSync(from, to, {
-    recursive: true,
-    dereference: false,
-    filter: (src) => {
-      const rel = relative(from, src);
-      if (rel === "") return true;
-      const parts = rel.split(sep);
-      if (parts[0] === "node_modules" || parts.includes(".bin")) return false;
-      const st = lstatSync(src);
-      if (st.isSymbolicLink()) throw new Error(`${src} is a symbolic link; a release holds regular files only`);
-      if (native && (parts[0] === "deps" || parts[0] === "src")) return false;
-      if (native && parts[0] === "build") return st.isDirectory() ? parts.length <= 2 && (parts.length === 1 || parts[1] === "Release") : parts.length === 3 && parts[1] === "Release" && rel.endsWith(".node") && !rel.endsWith("test_extension.node");
-      return true;
-    },
+  mirror(from, to, (parts, isDir) => {
+    if (parts[0] === "node_modules" || parts.includes(".bin")) return false;
+    if (native && (parts[0] === "deps" || parts[0] === "src")) return false;
+    if (native && parts[0] === "build") {
+      const rel = parts.join("/");
+      return isDir ? parts.length <= 2 && (parts.length === 1 || parts[1] === "Release") : parts.length === 3 && parts[1] === "Release" && rel.endsWith(".node") && !rel.endsWith("test_extension.node");
+    }
+    return true;
   });
 }
 
-function copyTree(from: string, to: string): void {
-  cpSync(from, to, {
-    recursive: true,
-    dereference: false,
-    filter: (src) => {
-      if (lstatSync(src).isSymbolicLink()) throw new Error(`${src} is a symbolic link; a release holds regular files only`);
-      return true;
-    },
-  });
+/** tar's hard-link detection off: every staged file is a link to the checkout, each stored as a file. */
+class NoLinks extends Map<`${number}:${number}`, string> {
+  override set(): this {
+    return this;
+  }
 }
 
 function sha256(file: string): string {
@@ -94,7 +111,7 @@ export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
   const staging = mkdtempSync(join(o.outDir, ".staging-"));
   try {
     const top = join(staging, artefactRoot(version));
-    for (const d of ["src", "machines", "actors"]) if (existsSync(join(o.root, "dist", d))) copyTree(join(o.root, "dist", d), join(top, "dist", d));
+    for (const d of ["src", "machines", "actors"]) if (existsSync(join(o.root, "dist", d))) mirror(join(o.root, "dist", d), join(top, "dist", d));
     const { devDependencies: _dev, scripts: _scripts, ...shipped } = pkg;
     writeFileSync(join(top, "package.json"), JSON.stringify({ ...shipped, version }, null, 2) + "\n");
     for (const p of productionPackages(o.root)) {
@@ -102,11 +119,11 @@ export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
       // Optional dependencies for other platforms are not installed here.
       if (existsSync(from)) copyPackage(from, join(top, p));
     }
-    copyTree(join(o.root, "config"), join(top, "config"));
+    mirror(join(o.root, "config"), join(top, "config"));
     const webui = join(o.root, "webui", "dist");
-    if (existsSync(webui)) copyTree(webui, join(top, "webui"));
+    if (existsSync(webui)) mirror(webui, join(top, "webui"));
     for (const doc of ["README.md", "LICENSE"]) if (existsSync(join(o.root, doc))) copyFileSync(join(o.root, doc), join(top, doc));
-    if (existsSync(join(o.root, "docs"))) copyTree(join(o.root, "docs"), join(top, "docs"));
+    if (existsSync(join(o.root, "docs"))) mirror(join(o.root, "docs"), join(top, "docs"));
     mkdirSync(join(top, "bin"), { recursive: true });
     copyFileSync(join(o.root, "bin", "sluice"), join(top, "bin", "sluice"));
     chmodSync(join(top, "bin", "sluice"), 0o755);
@@ -121,7 +138,7 @@ export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
     };
     writeFileSync(join(top, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
     const artefact = join(o.outDir, name);
-    await create({ gzip: { level: o.gzipLevel ?? 6 }, file: artefact, cwd: staging, portable: true }, [artefactRoot(version)]);
+    await create({ gzip: { level: o.gzipLevel ?? 6 }, file: artefact, cwd: staging, portable: true, linkCache: new NoLinks() }, [artefactRoot(version)]);
     return writeReleaseJson(o, version, artefact);
   } finally {
     rmSync(staging, { recursive: true, force: true });
