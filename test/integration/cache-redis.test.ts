@@ -54,6 +54,8 @@ beforeAll(async () => {
   a = await instance();
   b = await instance();
   await until("both connected", async () => (await health(a)).checks.redis === "ok" && (await health(b)).checks.redis === "ok");
+  // Each loads what Redis holds once connected; until B has (nothing, here), an entry A writes could reach B that way instead of by a read.
+  await until("both loaded", () => [a, b].every((s) => s.logs.some((l) => l.msg === "cache entries loaded from redis")));
 });
 afterAll(async () => {
   for (const s of running) await s.stop();
