@@ -1,9 +1,26 @@
 import { defineConfig } from "vitest/config";
 import SlowestFilesReporter from "./test/slowest-reporter.js";
 
+/**
+ * Files that measure time under load: DNS latency and gaps while something heavy runs (load tests,
+ * configuration and upgrade limits), and the browser tests' waits. They run after the rest, two at a time.
+ */
+const TIMED = [
+  "test/browser/**/*.test.ts",
+  "test/integration/*-load.test.ts",
+  "test/integration/cache-load-dump-load.test.ts",
+  "test/integration/api-config-limits.test.ts",
+  "test/integration/config-from-limits.test.ts",
+  "test/integration/doh-holders.test.ts",
+  "test/integration/plugin-routes-cache.test.ts",
+  "test/integration/query-recorder-stats.test.ts",
+  "test/integration/upgrade-bomb.test.ts",
+  "test/integration/tcp-flood.test.ts",
+  "test/fuzz/**/*.test.ts",
+];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
@@ -12,14 +29,21 @@ export default defineConfig({
     // suite spent ~45 s of its wall time starting processes and importing modules between files. The
     // files share nothing they change (each starts its own servers on port 0 and its own temp dirs).
     isolate: false,
-    // Two files at a time: most of the suite waits on sockets and child processes, not the CPU. Three
-    // measured 339–360 s instead of ~400 s on the 2-core machine, but the load tests' DNS latency bounds
-    // and the browser tests' waits then failed now and then (the suite needs ~575 s of CPU, so a third
-    // file mostly adds contention): less CPU work, not more files at once, is the way to a shorter run.
-    maxWorkers: 2,
-    // Tests marked concurrent (the model tests' paths, each its own child process) run two at a time
-    // (more only adds CPU contention on a 2-core machine, which the timing checks elsewhere feel).
+    // Tests marked concurrent (the model tests' paths, each its own child process) run two at a time.
     maxConcurrency: 2,
     reporters: ["default", new SlowestFilesReporter()],
+    projects: [
+      {
+        extends: true,
+        // Most of the suite waits on sockets, timers and child processes more than on the CPU: three
+        // files at a time on the 2-core machine.
+        test: { name: "main", include: ["test/**/*.test.ts"], exclude: TIMED, maxWorkers: 3, sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        // Their latency bounds leave room for one other file beside them, not two.
+        test: { name: "timed", include: TIMED, maxWorkers: 2, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

@@ -15,7 +15,7 @@ import { buildQuery } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const QPS = 3000;
-const SECONDS = 3;
+const SECONDS = 2;
 const CLIENTS = 200;
 
 

@@ -17,7 +17,7 @@ import { rssMb } from "../helpers/proc.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const QPS = 2000;
-const SECONDS = 3;
+const SECONDS = 2;
 const CLIENTS = 200;
 
 
