@@ -1,9 +1,12 @@
 // Builds dist/ once before the suite when any source file is newer than the build, so tests that
 // run the real program as a child process (`node dist/src/cli.js`) always run the current code,
 // and the dashboard (webui/ → dist/webui) that the API serves by default is the current one.
+// Every temporary file of the run (the tests', their children's, the browsers') goes under one
+// directory, TMPDIR for the workers, removed when the run ends.
 
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 function newest(dir: string): number {
@@ -17,7 +20,7 @@ function newest(dir: string): number {
 
 const builtAt = (file: string): number => (existsSync(file) ? statSync(file).mtimeMs : 0);
 
-export default function setup(): void {
+export default function setup(): () => void {
   const root = join(import.meta.dirname, "..");
   const packageJson = statSync(join(root, "package.json")).mtimeMs;
   const sources = Math.max(...["src", "machines", "actors"].filter((d) => existsSync(join(root, d))).map((d) => newest(join(root, d))), packageJson);
@@ -27,4 +30,9 @@ export default function setup(): void {
   if (builtAt(join(root, "dist", "webui", "index.html")) < Math.max(newest(join(root, "webui")), packageJson)) {
     execFileSync(process.execPath, [join(root, "node_modules", "vite", "bin", "vite.js"), "build", "--config", join(root, "webui", "vite.config.mjs")], { stdio: "inherit" });
   }
+  const runTmp = mkdtempSync(join(tmpdir(), "sluice-tests-"));
+  // Searchable by other users, as /tmp is: the PostgreSQL tests run their server as `postgres` in a directory below.
+  chmodSync(runTmp, 0o711);
+  process.env.TMPDIR = runTmp;
+  return () => rmSync(runTmp, { recursive: true, force: true });
 }
