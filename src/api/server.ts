@@ -21,6 +21,7 @@ import { registerConfigRoutes } from "./routes/config.js";
 import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
 import { registerLogRoutes } from "./routes/logs.js";
+import { LazySchemas } from "./lazy-schemas.js";
 import { registerPluginRoutes } from "./routes/plugins.js";
 import { registerUpgradeRoutes } from "./routes/upgrade.js";
 import { BUILTIN_WEBUI_INDEX, BUILTIN_WEBUI_ROOT, WebUi } from "./webui.js";
@@ -30,6 +31,8 @@ export const DEFAULT_MAX_CONNS = 256;
 
 export interface ApiServer {
   readonly fastify: FastifyInstance;
+  /** The routes' schemas, compiled on first use (compileAll for checks). */
+  readonly schemas: LazySchemas;
   listen(): Promise<void>;
   /** Applies a reloaded `api` section: auth, CORS and WebUI change at once; listen/ssl need a restart. */
   updatePolicy(config: ApiConfig): void;
@@ -41,6 +44,8 @@ export interface ApiServer {
 /** What every route module receives. */
 export interface RouteContext {
   host: ApiHost;
+  /** Wraps a route's own validator compiler so its schemas compile on first use, like the rest. */
+  readonly schemas: LazySchemas;
   /** Who can reach the listener, and whether requests must authenticate (follows reloads of `api`). */
   readonly access: () => ApiAccess;
 }
@@ -143,6 +148,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   const tls = tlsOptions(host, initial);
   // Read once, like the listen address: fastify fixes the body limit when it is created.
   const bodyLimit = configLimits(initial.limits).bodyBytes;
+  const schemas = new LazySchemas();
   const fastify = Fastify({
     logger: false,
     bodyLimit,
@@ -157,6 +163,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
     },
     ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true, allowUnionTypes: true } },
+    schemaController: { compilersFactory: schemas.factories() },
   }) as unknown as FastifyInstance;
   let policy = makePolicy(host, initial);
   const routes: RouteOptions[] = [];
@@ -238,6 +245,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
 
   const ctx: RouteContext = {
     host,
+    schemas,
     access: () => ({ loopbackListener: isLoopback(parseListen(policy.config.listen).host), authConfigured: policy.auth !== null || (tls !== null && policy.config.ssl?.require_client_cert === true) }),
   };
   registerControlRoutes(fastify, ctx);
@@ -261,6 +269,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   let unprotect = (): void => {};
   return {
     fastify,
+    schemas,
     address,
     async listen() {
       await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });

@@ -3,8 +3,11 @@
 // reconnects with capped exponential backoff. Commands fail at once while a link is down (no
 // offline queue), so callers fall back to local work instead of waiting. Credentials in a URL are
 // never logged or used as a label: links are named by host, port and database only.
+// The client library is loaded with the first link: it is a quarter of a second of start-up (some
+// 500 modules) that a configuration without Redis never pays.
 
-import { createClient, RESP_TYPES } from "redis";
+import { createRequire } from "node:module";
+import type * as RedisClientModule from "@redis/client";
 import type { Logger } from "../observability/logger.js";
 import type { Cell, MetricsHub } from "../observability/metrics.js";
 import { redactUrl } from "./redis-url.js";
@@ -24,8 +27,15 @@ export function backoff(n: number): number {
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
+let redisModule: typeof RedisClientModule | null = null;
+/** @redis/client, loaded on first use (it is CommonJS, so a synchronous require does). */
+function redis(): typeof RedisClientModule {
+  redisModule ??= createRequire(import.meta.url)("@redis/client") as typeof RedisClientModule;
+  return redisModule;
+}
+
 function newClient(url: string) {
-  return createClient({
+  return redis().createClient({
     url,
     disableOfflineQueue: true,
     pingInterval: PING_INTERVAL_MS,
@@ -36,7 +46,7 @@ function newClient(url: string) {
 export type RedisClient = ReturnType<typeof newClient>;
 
 function bytesView(client: RedisClient) {
-  return client.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
+  return client.withTypeMapping({ [redis().RESP_TYPES.BLOB_STRING]: Buffer });
 }
 
 /** The same connection, with bulk replies as Buffers (cache entries are bytes). */

@@ -163,6 +163,12 @@ test("GET /api/openapi.json: an OpenAPI 3 document covering every /api route, ea
   expect(logs.parameters.find((p) => p.name === "level")?.schema.enum).toContain("warning");
 });
 
+test("every route's request and response schemas compile (they are compiled on first use, so a broken one would otherwise wait for its first request)", () => {
+  const schemas = (s.app.apiServer as NonNullable<typeof s.app.apiServer>).schemas;
+  expect(schemas.compileAll()).toBeGreaterThan(100);
+  expect(schemas.compileAll()).toBe(0);
+});
+
 test("errors: unknown routes, bad queries, bad JSON bodies and refused content types all answer {ok:false, code, message}", async () => {
   const shape = async (res: Response, status: number, code: string): Promise<string> => {
     expect(res.status, `${res.url} ${code}`).toBe(status);

@@ -141,7 +141,7 @@ function reloadAfterSave(host: ApiHost, saved: SaveSuccess): ReloadRecord {
   return reloadRecord(host);
 }
 
-export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContext): void {
+export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: RouteContext): void {
   const configPath = (): string => host.configPath();
   const env = (): Record<string, string | undefined> => ({ ...host.env });
 
@@ -172,7 +172,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host }: RouteContex
           ...errorResponses("config_validate_failed", "config_conflict", "config_save_failed", "config_save_unavailable", "config_validation_busy"),
         },
       },
-      validatorCompiler: strictBody,
+      validatorCompiler: schemas.validator(strictBody),
     },
     async (req) => {
       const body = req.body as SaveBody;

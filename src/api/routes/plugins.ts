@@ -100,7 +100,7 @@ function parseJsonBody(raw: unknown, code: ErrorCode): unknown {
   }
 }
 
-export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContext): void {
+export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: RouteContext): void {
   const registered = collect(host.catalog.definitions());
   const generation = (): number | null => host.actor.getSnapshot().context.current;
 
@@ -147,7 +147,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host }: RouteContex
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     // Query strings and paths are text and are coerced to their schema types; a JSON body already has types ({"index": "1"} is not an integer).
-    scope.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? strictAjv : coercingAjv).compile(schema));
+    scope.setValidatorCompiler(schemas.validator(({ schema, httpPart }: { schema: unknown; httpPart?: string }) => (httpPart === "body" ? strictAjv : coercingAjv).compile(schema as object)));
 
     const add = (target: FastifyInstance, key: string, { route, types }: Registered): void => {
       const badBody = (route.invalidBody ?? "invalid_request") as ErrorCode;

@@ -115,7 +115,7 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
   };
 }
 
-export function registerUpgradeRoutes(api: FastifyInstance, { host, access }: RouteContext): void {
+export function registerUpgradeRoutes(api: FastifyInstance, { host, access, schemas }: RouteContext): void {
   api.get("/api/upgrade/status", { schema: { summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: statusSchema } } }, async () => statusRecord(host));
 
   // Own scope: an empty body (or one without a JSON content type) is allowed and means no overrides.
@@ -127,7 +127,7 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access }: Ro
       req.body = parseBody(req.body);
       checkSource(req.body);
     };
-    const common = { bodyLimit: BODY_LIMIT, validatorCompiler: strictBody, preValidation };
+    const common = { bodyLimit: BODY_LIMIT, validatorCompiler: schemas.validator(strictBody), preValidation };
     const refusals = ["invalid_request", "invalid_upgrade_config", "upgrade_field_not_allowed", "upgrade_requires_auth", "upgrade_not_configured"] as const;
 
     scope.post(
