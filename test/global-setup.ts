@@ -30,9 +30,13 @@ export default function setup(): () => void {
   if (builtAt(join(root, "dist", "webui", "index.html")) < Math.max(newest(join(root, "webui")), packageJson)) {
     execFileSync(process.execPath, [join(root, "node_modules", "vite", "bin", "vite.js"), "build", "--config", join(root, "webui", "vite.config.mjs")], { stdio: "inherit" });
   }
+  // Each project of vitest.config.ts runs this setup: the first one makes the directory. Kept short:
+  // unix socket paths below it (PostgreSQL's, Chromium's) must stay under 108 bytes.
+  if (process.env.SLUICE_TEST_TMP) return () => {};
   const runTmp = mkdtempSync(join(tmpdir(), "sluice-tests-"));
   // Searchable by other users, as /tmp is: the PostgreSQL tests run their server as `postgres` in a directory below.
   chmodSync(runTmp, 0o711);
+  process.env.SLUICE_TEST_TMP = runTmp;
   process.env.TMPDIR = runTmp;
   return () => rmSync(runTmp, { recursive: true, force: true });
 }

@@ -64,6 +64,8 @@ export class QueryRecorder implements ExecutorPlugin {
   private held: { data: ArrayBuffer; count: number; ips: string[] }[] = [];
   /** Unix ms minus monotonic ms, refreshed with each batch: a query's arrival time needs no clock read of its own. */
   private clockOffset = Date.now() - performance.now();
+  /** Arrival time of the last record captured (ms since the epoch). */
+  private lastAtMs = 0;
   private writer: WriterLink | null = null;
   /** Interned tags the current writer has been sent. */
   private stringsSent = 0;
@@ -150,7 +152,11 @@ export class QueryRecorder implements ExecutorPlugin {
       this.metrics.dropped.value++;
       return;
     }
-    this.batch.append(started + this.clockOffset, elapsedUs, query, response, ctx.clientIp, error, path, from, this.strings);
+    // The wall-clock offset is read again at each flush and may move back by a millisecond or so (the
+    // clock is slewed): a record is never older than the one before it, so newest-first stays arrival order.
+    const at = Math.max(started + this.clockOffset, this.lastAtMs);
+    this.lastAtMs = at;
+    this.batch.append(at, elapsedUs, query, response, ctx.clientIp, error, path, from, this.strings);
     if (this.batch.count >= this.options.batchSize) this.flush();
   }
 
