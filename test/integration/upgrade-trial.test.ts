@@ -8,7 +8,7 @@ import { expect, test } from "vitest";
 import { VERSION } from "../../src/version.js";
 import { startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sluice.js";
-import { writeSlowRules } from "../model/harness.js";
+import { HeldFile, until } from "../model/harness.js";
 
 const OLD = "0.0.9";
 
@@ -73,12 +73,19 @@ test("a trial that fails to start switches back to the old release and exits for
 });
 
 test("a trial that misses the deadline is rolled back while it is still starting", async () => {
+  // Its one rule file is a FIFO the test writes only once the trial has given up: until then the start
+  // cannot get past building its plugins. (The write lets the read end, so the process can exit: Node
+  // waits for its file-system threads at exit.)
+  let held: HeldFile | null = null;
   const f = fixture({ start_deadline_ms: 300 }, (dir) => {
-    writeSlowRules(dir, 1_000_000);
-    return `plugins:\n  - { tag: big, type: domain_set, args: { files: [${join(dir, "big.txt")}] } }\n  - { tag: main, type: sequence, args: [ { matches: "qname $big", exec: reject 3 } ] }\n`;
+    held = new HeldFile(join(dir, "big.fifo"));
+    return `plugins:\n  - { tag: big, type: domain_set, args: { files: [${held.path}] } }\n  - { tag: main, type: sequence, args: [ { matches: "qname $big", exec: reject 3 } ] }\n`;
   });
   const run = start(f);
+  await until("the trial to give up", () => run.stderr().includes("did not reach serving"));
+  (held as HeldFile | null)?.openAll();
   const { code } = await run.exited;
+  await (held as HeldFile | null)?.close();
   expect(code).toBe(75);
   expect(run.stderr()).toMatch(new RegExp(`release ${VERSION} did not reach serving within 0.3s \\(upgrade.start_deadline\\); switched back to ${OLD}`));
   expect(run.logs.some((l) => l.msg === "sluice started")).toBe(false);

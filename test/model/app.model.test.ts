@@ -17,7 +17,7 @@ import { GUARD_REFUSALS } from "../../src/api/guards.js";
 import { startCli } from "../helpers/cli.js";
 import { ask, rcodeOf } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
-import { collapse, modelConfig, observedStates, statesAtLeast, until, withoutPrefixes, writeSlowRules } from "./harness.js";
+import { collapse, HeldFile, modelConfig, observedStates, statesAtLeast, until, withoutPrefixes } from "./harness.js";
 
 type ModelEvent = AppEvent | { type: `xstate.${"done" | "error"}.actor.${string}`; output?: unknown; error?: unknown };
 type Snap = SnapshotFrom<typeof appMachine>;
@@ -115,9 +115,6 @@ function scenario(steps: Step[]) {
 }
 
 const dir = tempDir();
-// Long enough that a request sent when the API is up lands while plugins are still being built (the build
-// is sliced, so the API answers meanwhile; 250 000 lines keep it building for about a second).
-writeSlowRules(dir, 250_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const replacementPids: number[] = [];
@@ -186,8 +183,14 @@ describe("app lifecycle and reload model", () => {
       await new Promise<void>((r) => blocker!.listen(0, "127.0.0.1", () => r()));
       apiListen = `127.0.0.1:${(blocker.address() as net.AddressInfo).port}`;
     }
-    const file = join(dir, `app-${Math.random().toString(36).slice(2)}.yaml`);
-    writeFileSync(file, modelConfig(dir, { apiListen, slow: sc.slowInit, broken: sc.initFails, answer: 1 }));
+    const id = Math.random().toString(36).slice(2);
+    const file = join(dir, `app-${id}.yaml`);
+    // A slow build reads this FIFO and waits until the step that ends it grants the read: requests sent
+    // meanwhile land while plugins are being built, however busy the machine is.
+    const rules = new HeldFile(join(dir, `rules-${id}.fifo`));
+    // Whether each build still to end reads the FIFO, in the order the builds run.
+    const builds: boolean[] = [sc.slowInit];
+    writeFileSync(file, modelConfig(dir, { apiListen, held: sc.slowInit ? rules.path : null, broken: sc.initFails, answer: 1 }));
     const run = startCli(["-c", file]);
     let apiPort = 0;
     let dnsPort = 0;
@@ -236,6 +239,7 @@ describe("app lifecycle and reload model", () => {
             await run.waitForLog((l) => typeof l.msg === "string" && l.msg.startsWith("reload failed"));
             break;
           case "RUNTIME.READY": {
+            if (builds.shift()) rules.grant();
             if (step.from === "initializing") {
               await run.waitForLog((l) => l.msg === "sluice started");
               dnsPort = Number((await run.waitForLog((l) => l.msg === "udp server listening")).port);
@@ -249,6 +253,7 @@ describe("app lifecycle and reload model", () => {
             break;
           }
           case "RUNTIME.FAILED":
+            if (builds.shift()) rules.grant();
             await run.waitForLog((l) => (step.from === "initializing" ? l.msg === "startup failed" : typeof l.msg === "string" && l.msg.startsWith("reload failed")));
             break;
           case "SHUTDOWN":
@@ -266,7 +271,8 @@ describe("app lifecycle and reload model", () => {
             const outcome = sc.outcomes[requests++];
             nextAnswer = requests + 1;
             fileOutcome = outcome;
-            writeFileSync(file, modelConfig(dir, { apiListen: `127.0.0.1:${apiPort}`, slow: sc.slowReload, broken: outcome === "broken", invalid: outcome === "invalid", answer: nextAnswer }));
+            if (outcome !== "invalid") builds.push(sc.slowReload);
+            writeFileSync(file, modelConfig(dir, { apiListen: `127.0.0.1:${apiPort}`, held: sc.slowReload ? rules.path : null, broken: outcome === "broken", invalid: outcome === "invalid", answer: nextAnswer }));
             expect((await api("/api/reload", "POST")).status).toBe(202);
             break;
           }
@@ -283,6 +289,8 @@ describe("app lifecycle and reload model", () => {
         await checkRefusals(step);
       }
       const final = steps[steps.length - 1];
+      // Whatever builds now (a replacement a restart started) reads the file at once.
+      rules.openAll();
       if (final.state === "stopped") {
         expect(exit).not.toBeNull();
         const failed = steps.some((s) => s.event.type === "xstate.error.actor.startApi" || (s.from === "initializing" && s.event.type === "RUNTIME.FAILED"));
@@ -299,6 +307,7 @@ describe("app lifecycle and reload model", () => {
         expect(observedStates(run, "app").slice(0, collapse(apps).length)).toEqual(collapse(apps));
       }
     } finally {
+      rules.openAll();
       blocker?.close();
       if (exit === null) run.child.kill("SIGKILL");
       await run.exited;
@@ -306,6 +315,7 @@ describe("app lifecycle and reload model", () => {
       // stop. Its "restarted" line was written just before the exit; give the pipe a moment to deliver it.
       await new Promise((r) => setTimeout(r, 150));
       for (const l of run.logs) if (l.msg === "restarted: the replacement process is running") replacementPids.push(Number(l.pid));
+      await rules.close();
     }
   });
 });

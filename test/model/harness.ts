@@ -1,30 +1,89 @@
-// Shared by the model-based tests: configurations that build slowly (so a request can arrive while a
-// generation is being built), reading state sequences from the program's log, and waiting.
+// Shared by the model-based tests: configurations whose build waits for the test (so a request can
+// arrive while a generation is being built), reading state sequences from the program's log, and waiting.
 
-import { writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, openSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RunningCli } from "../helpers/cli.js";
 
-/** Writes the rule file that makes building a generation slow: about 0.3 s per 100 000 lines. */
-export function writeSlowRules(dir: string, lines: number): void {
-  writeFileSync(join(dir, "big.txt"), Array.from({ length: lines }, (_, i) => `full:n${i}.big.test`).join("\n"));
+/**
+ * A rule file (a FIFO) that a generation's build reads and waits on: opening it for reading blocks
+ * until the test grants a read, so a build lasts exactly until the test lets it finish — no CPU spent
+ * making it slow, and no guess of how long is long enough. Each grant serves one reader; `openAll`
+ * serves every reader from then on (for replacements a restart starts).
+ */
+export class HeldFile {
+  private grants = 0;
+  private all = false;
+  private pumping = false;
+  private closed = false;
+
+  constructor(
+    readonly path: string,
+    private readonly content = "full:held.test\n",
+  ) {
+    execFileSync("mkfifo", ["-m", "600", path]);
+  }
+
+  /** Lets one more reader (one build) through. */
+  grant(): void {
+    this.grants++;
+    void this.pump();
+  }
+
+  /** Lets every reader through from now on. */
+  openAll(): void {
+    this.all = true;
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    // Opening for writing blocks (on a libuv thread) until a reader opens; the reader gets the content, then EOF.
+    while (!this.closed && (this.all || this.grants > 0)) {
+      try {
+        await writeFile(this.path, this.content);
+      } catch {
+        // The reader went away before reading (a process killed at the end of a path): serve the next.
+        await new Promise((r) => setTimeout(r, 5));
+        continue;
+      }
+      if (!this.all) this.grants--;
+    }
+    this.pumping = false;
+  }
+
+  /** Stops serving; a write still waiting for a reader gets one (this), so its thread is freed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (!this.pumping) return;
+    const fd = openSync(this.path, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      while (this.pumping) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      closeSync(fd);
+    }
+  }
 }
 
 /**
- * A configuration with an API and a UDP server. `slow` adds the big rule file; `broken` adds a hosts
- * plugin whose file is missing, created after the big set, so the build fails late; `invalid` names
- * a plugin type that does not exist, so the configuration is refused before anything is built.
+ * A configuration with an API and a UDP server. `held` adds a domain set read from that file (a
+ * HeldFile), so the build waits for the test; `broken` adds a hosts plugin whose file is missing,
+ * created after that set, so the build fails late; `invalid` names a plugin type that does not exist,
+ * so the configuration is refused before anything is built.
  */
-export function modelConfig(dir: string, opts: { apiListen: string; slow: boolean; broken: boolean; answer: number; invalid?: boolean }): string {
+export function modelConfig(dir: string, opts: { apiListen: string; held: string | null; broken: boolean; answer: number; invalid?: boolean }): string {
   if (opts.invalid) return `api:\n  http: "${opts.apiListen}"\nplugins:\n  - { tag: nope, type: no_such_type }\n`;
   return `
 api:
   http: "${opts.apiListen}"
 plugins:
-${opts.slow ? `  - { tag: big, type: domain_set, args: { files: [${join(dir, "big.txt")}] } }\n` : ""}${opts.broken ? `  - { tag: zz_hosts, type: hosts, args: { files: [${join(dir, "missing-hosts.txt")}] } }\n` : ""}  - tag: main
+${opts.held !== null ? `  - { tag: big, type: domain_set, args: { files: [${opts.held}] } }\n` : ""}${opts.broken ? `  - { tag: zz_hosts, type: hosts, args: { files: [${join(dir, "missing-hosts.txt")}] } }\n` : ""}  - tag: main
     type: sequence
     args:
-${opts.slow ? "      - { matches: \"qname $big\", exec: reject 3 }\n" : ""}${opts.broken ? "      - { exec: $zz_hosts }\n" : ""}      - exec: reject ${opts.answer}
+${opts.held !== null ? "      - { matches: \"qname $big\", exec: reject 3 }\n" : ""}${opts.broken ? "      - { exec: $zz_hosts }\n" : ""}      - exec: reject ${opts.answer}
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `;
 }
