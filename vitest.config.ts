@@ -12,11 +12,8 @@ const TIMED = [
   "test/integration/api-config-limits.test.ts",
   "test/integration/config-from-limits.test.ts",
   "test/integration/doh-holders.test.ts",
-  "test/integration/plugin-routes-cache.test.ts",
-  "test/integration/query-recorder-stats.test.ts",
   "test/integration/upgrade-bomb.test.ts",
   "test/integration/tcp-flood.test.ts",
-  "test/fuzz/**/*.test.ts",
 ];
 
 export default defineConfig({
