@@ -19,8 +19,7 @@ import { makePki, type Pki } from "../helpers/pki.js";
 import { metricValue, rssMb, startChild, type ChildSluice } from "../helpers/proc.js";
 import { tempDir } from "../helpers/sluice.js";
 
-/** The server's max_conns, and as many holders: every slot held (the filed repro: 256, the default; half as many TLS handshakes here). */
-const HOLDERS = 128;
+const HOLDERS = 256;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let pki: Pki;
