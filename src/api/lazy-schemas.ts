@@ -15,21 +15,27 @@ type Serializer = (data: unknown) => string;
 export class LazySchemas {
   private readonly pending = new Set<() => void>();
 
+  /** Per route: a getter that compiles on its first call (and is listed for compileAll until then). */
+  private deferred<R, F>(compile: (route: R) => F, route: R): () => F {
+    let fn: F | null = null;
+    const make = (): F => {
+      this.pending.delete(make);
+      fn ??= compile(route);
+      return fn;
+    };
+    this.pending.add(make);
+    return () => fn ?? make();
+  }
+
   /** Wraps a validator compiler: the validation function is made when first called. */
   validator<R, V extends Validate>(compile: (route: R) => V): (route: R) => V {
     return (route) => {
-      let fn: V | null = null;
-      const make = (): V => {
-        this.pending.delete(make);
-        fn ??= compile(route);
-        return fn;
-      };
-      this.pending.add(make);
+      const real = this.deferred(compile, route);
       const lazy: Validate = (data: unknown) => {
-        const real = fn ?? make();
-        const result = real(data);
+        const fn = real();
+        const result = fn(data);
         // Fastify reads the errors of a failed validation from the function it called.
-        lazy.errors = real.errors;
+        lazy.errors = fn.errors;
         return result;
       };
       return lazy as V;
@@ -39,14 +45,8 @@ export class LazySchemas {
   /** Wraps a serializer compiler: the serializer is made when first called. */
   serializer<R>(compile: (route: R) => Serializer): (route: R) => Serializer {
     return (route) => {
-      let fn: Serializer | null = null;
-      const make = (): Serializer => {
-        this.pending.delete(make);
-        fn ??= compile(route);
-        return fn;
-      };
-      this.pending.add(make);
-      return (data: unknown) => (fn ?? make())(data);
+      const real = this.deferred(compile, route);
+      return (data: unknown) => real()(data);
     };
   }
 
