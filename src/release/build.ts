@@ -50,7 +50,7 @@ export function productionPackages(root: string): string[] {
 
 /**
  * Mirrors a tree into the staging directory: directories made, files hard-linked (copied when the
- * staging directory is on another file system), only where `keep(relative path, stat)` says so.
+ * staging directory is on another file system), only where `keep(path parts, is a directory)` says so.
  * Linking instead of copying saves most of the build (~7 700 files, several seconds of copying);
  * nothing in the staging tree is written to, and tar is told not to store links (see `create` below).
  */
