@@ -141,7 +141,9 @@ afterAll(async () => {
 
 test(`${CLIENTS} SSE log clients do not slow DNS at ${QPS} QPS (debug level, debug_print)`, { timeout: 90_000 }, async () => {
   await steadyLoad(udpPort, 1); // warm-up: JIT, caches
-  const baseline = await steadyLoad(udpPort);
+  // The reference run, like the loaded ones below, is taken again when the shared box dropped datagrams.
+  let baseline = await steadyLoad(udpPort);
+  if (baseline.answered < baseline.sent) baseline = await steadyLoad(udpPort);
   console.log(`no log clients:       ${fmt(baseline)}`);
   expect(baseline.answered).toBe(baseline.sent);
 

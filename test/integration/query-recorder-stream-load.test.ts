@@ -209,7 +209,9 @@ afterAll(async () => {
 
 test(`${CLIENTS} record-stream clients do not slow DNS at ${QPS} QPS, and each is told of every record`, { timeout: 120_000 }, async () => {
   await steadyLoad(udpPort, 1); // warm-up: JIT, caches
-  const baseline = await steadyLoad(udpPort);
+  // The reference run, like the loaded ones below, is taken again when the shared box dropped datagrams.
+  let baseline = await steadyLoad(udpPort);
+  if (baseline.answered < baseline.sent) baseline = await steadyLoad(udpPort);
   console.log(`no stream clients:       ${fmt(baseline)}; RSS peak ${baseline.peakRss.toFixed(0)} MB`);
   expect(baseline.answered).toBe(baseline.sent);
 
