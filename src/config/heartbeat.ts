@@ -2,24 +2,13 @@
 // comment, so proxies and clients do not time it out. 15 s unless set; shorter suits proxies with a
 // short idle timeout (and tests, which then need not wait 15 s to see one).
 
-import { parseDuration } from "../engine/duration.js";
+import { durationProblem, parseDuration } from "../engine/duration.js";
 import type { ApiConfig } from "./schema.js";
 
 export const DEFAULT_SSE_HEARTBEAT_MS = 15_000;
-const MIN_MS = 100;
-const MAX_MS = 600_000;
 
 /** Why `api.http.sse_heartbeat` cannot be used, or null. */
-export function sseHeartbeatProblem(value: string | undefined): string | null {
-  if (value === undefined) return null;
-  let ms: number;
-  try {
-    ms = parseDuration(value);
-  } catch (err) {
-    return `api.http.sse_heartbeat: ${(err as Error).message}`;
-  }
-  return ms < MIN_MS || ms > MAX_MS ? `api.http.sse_heartbeat must be between ${MIN_MS}ms and ${MAX_MS / 60_000}m` : null;
-}
+export const sseHeartbeatProblem = (value: string | undefined): string | null => durationProblem("api.http.sse_heartbeat", value, 100, 600_000);
 
 /** The heartbeat interval of the (validated) API section in force. */
 export function sseHeartbeatMs(api: ApiConfig | null | undefined): number {

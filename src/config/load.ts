@@ -12,6 +12,7 @@ import { apiProblems } from "./api-check.js";
 import { clusterProblems, type ClusterConfig } from "./cluster.js";
 import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
 import { expandDocument } from "./expand.js";
+import { logProblems } from "./log-settings.js";
 import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
 import { upgradeProblems, type UpgradeConfig } from "./upgrade.js";
 
@@ -93,7 +94,9 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
   for (const p of upgradeChecks) problems.push(source.locate(["upgrade", p.key], p.message));
   const clusterChecks = clusterProblems(raw.cluster);
   for (const p of clusterChecks) problems.push(source.locate(["cluster", p.key], p.message));
-  return apiChecks.length + upgradeChecks.length + clusterChecks.length > 0 ? null : { source, raw };
+  const logChecks = logProblems(raw.log);
+  for (const p of logChecks) problems.push(source.locate(["log", p.key], p.message));
+  return apiChecks.length + upgradeChecks.length + clusterChecks.length + logChecks.length > 0 ? null : { source, raw };
 }
 
 /** A document that parsed but cannot become plain data: an alias bomb, or an alias without its anchor. */

@@ -11,6 +11,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface LogConfig {
   level: LogLevel;
   file?: string;
+  /** How often the DNS servers log a summary of failed queries (a duration, default 10s). */
+  failure_summary?: string;
 }
 
 export interface ApiConfig {
@@ -91,7 +93,7 @@ export const configSchema = {
     log: {
       type: "object",
       additionalProperties: false,
-      properties: { level: { type: "string", enum: LOG_LEVELS, default: "info" }, file: nonEmpty },
+      properties: { level: { type: "string", enum: LOG_LEVELS, default: "info" }, file: nonEmpty, failure_summary: nonEmpty },
       default: {},
     },
     api: {

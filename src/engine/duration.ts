@@ -14,3 +14,23 @@ export function parseDuration(value: number | string): number {
   if (!m) throw new Error(`'${value}' is not a duration (examples: 30, 500ms, 5s, 10m, 1h, 1d)`);
   return Number(m[1]) * UNITS[(m[2] ?? "s").toLowerCase()];
 }
+
+/** "500ms", "10s", "2m": a bound as it reads best in a message. */
+function shown(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/** Why the setting `key` is not a duration between `minMs` and `maxMs`, or null (also when unset). */
+export function durationProblem(key: string, value: number | string | undefined, minMs: number, maxMs: number): string | null {
+  if (value === undefined) return null;
+  let ms: number;
+  try {
+    ms = parseDuration(value);
+  } catch (err) {
+    return `${key}: ${(err as Error).message}`;
+  }
+  return ms < minMs || ms > maxMs ? `${key} must be between ${shown(minMs)} and ${shown(maxMs)}` : null;
+}

@@ -2,6 +2,7 @@
 // dependency order. A reload builds a second runtime beside the first and swaps only on success.
 // The order of work is the runtime machine's; this file holds the plugins and makes each one.
 
+import { failureSummaryMs } from "../config/log-settings.js";
 import { isAbsolute, resolve } from "node:path";
 import type { ConfigError } from "../config/diagnostics.js";
 import { recordsInstance } from "../config/cluster.js";
@@ -173,6 +174,7 @@ export class Runtime {
       log: services.log.child({ target: `plugin:${tag}` }),
       services,
       instance: recordsInstance(this.config.cluster),
+      failureSummaryMs: failureSummaryMs(this.config.log),
       resolvePath: (p) => this.resolvePath(p),
       executor: (t) => this.get(t, "executor") as Executor,
       matcher: (t, negate = false) => this.modes.wrap(t, this.get(t, "matcher") as Matcher, negate),

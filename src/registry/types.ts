@@ -107,6 +107,8 @@ export interface CreateContext {
   readonly services: Services;
   /** This instance's name: `cluster.instance` when set, else the host name (records carry it). */
   readonly instance: string;
+  /** How often DNS servers sum up their failed queries (`log.failure_summary`), ms. */
+  readonly failureSummaryMs: number;
   /** Resolves a path from the config against the working directory (-d). */
   resolvePath(path: string): string;
   executor(tag: string): Executor;

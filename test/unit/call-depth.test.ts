@@ -15,6 +15,7 @@ import { QueryHandler, serverStats } from "../../src/plugins/servers/handle.js";
 import { analyzeConfig } from "../../src/registry/analyze.js";
 import { createCatalog } from "../../src/registry/catalog.js";
 import { buildQuery } from "../helpers/dns.js";
+import { failureCounters, FailureLog } from "../../src/plugins/servers/failure-log.js";
 
 const catalog = createCatalog("full");
 
@@ -82,7 +83,7 @@ function chain(n: number, async = false): CompiledSequence {
 }
 
 async function rcode(entry: Executor): Promise<number> {
-  const handler = new QueryHandler(entry, "udp", serverStats(new MetricsHub({ processMetrics: false }), "t", "udp"), silentLogger(), 1232);
+  const handler = new QueryHandler(entry, "udp", serverStats(new MetricsHub({ processMetrics: false }), "t", "udp"), new FailureLog(silentLogger(), failureCounters(new MetricsHub({ processMetrics: false }), "t"), 10_000), 1232);
   const wire = await handler.handle(buildQuery("depth.test", "A"), "127.0.0.1", 5353);
   return decodeMessage(wire as Buffer).flags & 0xf;
 }

@@ -10,6 +10,7 @@ import { silentLogger } from "../../src/observability/logger.js";
 import { MetricsHub } from "../../src/observability/metrics.js";
 import { QueryHandler, serverStats } from "../../src/plugins/servers/handle.js";
 import { buildQuery } from "../helpers/dns.js";
+import { failureCounters, FailureLog } from "../../src/plugins/servers/failure-log.js";
 
 /** An executor whose answer has a name no DNS message can carry, so encoding it throws. */
 const unencodable = (step: Step): Executor => ({
@@ -23,7 +24,7 @@ const unencodable = (step: Step): Executor => ({
 
 function counts(step: Step): { completed: number; controlled: number; failed: number; rcode: number } {
   const stats = serverStats(new MetricsHub({ processMetrics: false }), "t", "udp");
-  const handler = new QueryHandler(unencodable(step), "udp", stats, silentLogger(), 1232);
+  const handler = new QueryHandler(unencodable(step), "udp", stats, new FailureLog(silentLogger(), failureCounters(new MetricsHub({ processMetrics: false }), "t"), 10_000), 1232);
   const wire = handler.handle(buildQuery("x.test", "A"), "127.0.0.1", 5353) as Buffer;
   return { completed: stats.completed.value, controlled: stats.controlled.value, failed: stats.failed.value, rcode: wire[3] & 0x0f };
 }

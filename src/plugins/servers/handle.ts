@@ -13,7 +13,7 @@ import { fitUdp, setId, udpLimit } from "../../dns/view.js";
 import { DnsContext, type Protocol } from "../../engine/context.js";
 import { isPromise, Step, type Executor } from "../../engine/types.js";
 import { DNS_DURATION_BUCKETS, type Cell, type MetricsHub, type Observer } from "../../observability/metrics.js";
-import type { Logger } from "../../observability/logger.js";
+import { failureReason, type FailureLog } from "./failure-log.js";
 
 export interface ServerStats {
   requests: Cell;
@@ -60,7 +60,7 @@ export class QueryHandler {
     private readonly entry: Executor,
     private readonly protocol: Protocol,
     private readonly stats: ServerStats,
-    private readonly log: Logger,
+    private readonly failures: FailureLog,
     private readonly maxUdpSize: number,
   ) {}
 
@@ -142,7 +142,7 @@ export class QueryHandler {
     } catch (err) {
       // A response we cannot encode is an executor failure as far as the client is concerned.
       this.stats.failed.value++;
-      this.log.warn({ qname: ctx.qname, err: (err as Error).message }, "response could not be encoded; answering SERVFAIL");
+      this.failures.record("encode", { qname: ctx.qname, qtype: ctx.qtype, err: `response could not be encoded: ${(err as Error).message}` });
       return this.servfail(ctx, limit);
     }
     // Counted once the answer exists: an encode failure above counts as failed, never as both.
@@ -154,7 +154,7 @@ export class QueryHandler {
   private failed(ctx: DnsContext, err: unknown, limit: number): Answer {
     this.done(ctx);
     this.stats.failed.value++;
-    this.log.warn({ qname: ctx.qname, qtype: ctx.qtype, err: err instanceof Error ? err.message : String(err) }, "query failed; answering SERVFAIL");
+    this.failures.record(failureReason(err), { qname: ctx.qname, qtype: ctx.qtype, err: err instanceof Error ? err.message : String(err) });
     return this.servfail(ctx, limit);
   }
 

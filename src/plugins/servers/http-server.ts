@@ -17,6 +17,7 @@ import { httpStats } from "./http-conn.js";
 import { checkProxyArgs, proxyArgSchema, ProxyPolicy, proxyStats, type ProxyArgs } from "./proxy-protocol.js";
 import { DRAIN_TIMEOUT_MS } from "./server-common.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
+import { serverFailureLog } from "./failure-log.js";
 
 interface HttpServerArgs extends TlsArgs {
   listen: string;
@@ -116,7 +117,8 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
   async create(args, ctx) {
     const stats = serverStats(ctx.services.metrics, ctx.tag, "doh");
     const routes = new Map<string, QueryHandler>();
-    for (const e of args.entries) routes.set(e.path, new QueryHandler(ctx.executor(e.exec.replace(/^\$/, "")), "doh", stats, ctx.log, 0xffff));
+    const failures = serverFailureLog(ctx);
+    for (const e of args.entries) routes.set(e.path, new QueryHandler(ctx.executor(e.exec.replace(/^\$/, "")), "doh", stats, failures, 0xffff));
     const secure = await loadSecureContext(args, (p) => ctx.resolvePath(p));
     const service = new DohService(routes, clientHeaderPolicy(args));
     const connStats = httpStats(ctx.services.metrics, ctx.tag);
@@ -144,6 +146,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
       async destroy() {
         if (listener.handler === service.serve) listener.handler = null;
         await Promise.all([...routes.values()].map((h) => h.drain(DRAIN_TIMEOUT_MS)));
+        failures.close();
         await ctx.services.listeners.release(listener, ctx.owner);
       },
     };

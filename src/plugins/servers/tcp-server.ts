@@ -16,6 +16,7 @@ import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 import { streamStats } from "./stream-limits.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
+import { serverFailureLog } from "./failure-log.js";
 
 interface TcpServerArgs extends ServerArgs, TlsArgs {
   idle_timeout: number | string;
@@ -64,7 +65,8 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
     const secure = await loadSecureContext(args, (p) => ctx.resolvePath(p));
     const protocol = secure ? "dot" : "tcp";
-    const handler = new QueryHandler(entry, protocol, serverStats(ctx.services.metrics, ctx.tag, protocol), ctx.log, 0xffff);
+    const failures = serverFailureLog(ctx);
+    const handler = new QueryHandler(entry, protocol, serverStats(ctx.services.metrics, ctx.tag, protocol), failures, 0xffff);
     const stats = streamStats(ctx.services.metrics, ctx.tag);
     const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, protocol));
     const listener = await ctx.services.listeners.tcp(parseListen(args.listen), ctx.owner);
@@ -95,6 +97,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
       async destroy() {
         if (listener.handler === onQuery) listener.handler = null;
         await handler.drain(DRAIN_TIMEOUT_MS);
+        failures.close();
         await ctx.services.listeners.release(listener, ctx.owner);
       },
     };

@@ -9,6 +9,7 @@ import { QueryHandler, serverStats } from "./handle.js";
 import type { UdpHandler } from "./listeners.js";
 import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
+import { serverFailureLog } from "./failure-log.js";
 
 interface UdpServerArgs extends ServerArgs {
   max_udp_size: number;
@@ -30,7 +31,8 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
   dependencies: serverDependencies,
   async create(args, ctx) {
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
-    const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), ctx.log, args.max_udp_size);
+    const failures = serverFailureLog(ctx);
+    const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), failures, args.max_udp_size);
     const listener = await ctx.services.listeners.udp(parseListen(args.listen), ctx.owner);
     const socket = listener.socket;
     const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, "udp"));
@@ -62,6 +64,7 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
       async destroy() {
         if (listener.handler === onMessage) listener.handler = null;
         await handler.drain(DRAIN_TIMEOUT_MS);
+        failures.close();
         await ctx.services.listeners.release(listener, ctx.owner);
       },
     };
