@@ -136,5 +136,3 @@ export const configFollowMachine = setup({
   },
 });
 
-/** The follower's state as /api/reload/status shows it. */
-export const followState = (value: unknown): string => (typeof value === "string" ? value : "unknown");

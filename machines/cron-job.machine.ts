@@ -187,5 +187,3 @@ function finished(context: CronJobContext, status: CronRunStatus, errors: number
   return { current: null, scheduled_at_ms: null, last_manual };
 }
 
-/** The job's state name: idle, pending, running or stopped. */
-export const jobState = (value: unknown): string => (typeof value === "string" ? value : Object.keys(value as object)[0] ?? "unknown");

@@ -17,7 +17,6 @@ export interface MatcherModeCell {
 }
 
 export const modeValue = (mode: MatcherMode): number => MATCHER_MODES.indexOf(mode);
-export const modeName = (cell: MatcherModeCell): MatcherMode => MATCHER_MODES[cell.value] ?? "normal";
 
 export class MatcherModes {
   private readonly cells = new Map<string, MatcherModeCell>();

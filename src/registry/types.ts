@@ -3,7 +3,6 @@
 
 import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
-import type { DnsContext } from "../engine/context.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
 import type { PluginControl } from "./control.js";
 import type { Services } from "./services.js";
@@ -81,8 +80,6 @@ export interface PluginByKind {
 }
 export type AnyPlugin = PluginByKind[PluginKind];
 
-/** The entry point a server hands each query to. */
-export type EntryExecutor = (ctx: DnsContext) => ReturnType<Executor["execute"]>;
 
 export interface CheckEnv {
   /** Validates a quick-setup expression `type param` for a kind; returns problems and deps. */

@@ -10,7 +10,7 @@ import { buildQuery, udpBurst, udpExchange } from "../helpers/dns.js";
 import { openSse } from "../helpers/sse.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import type { QueryRecorder } from "../../src/plugins/executors/query-recorder/index.js";
-import { allRecords, apiJson, committed, metric, until } from "./recorder-helpers.js";
+import { allRecords, apiJson, committed, crashWriter, metric, until } from "./recorder-helpers.js";
 
 const running: RunningSluice[] = [];
 afterEach(async () => {
@@ -133,7 +133,7 @@ test("a writer that crashes is replaced; records captured meanwhile are kept or 
   const s = await start(config({}));
   await sendN(s, 5, "c");
   await committed(s, "rec", 5);
-  await recorder(s).crashWriter();
+  await crashWriter(recorder(s));
   // Until the new writer is up, a DELETE is refused with the guard's code.
   const refused = await apiJson<{ code: string }>(s, "/api/plugins/rec/records", { method: "DELETE" }, 503);
   expect(refused.code).toBe("query_recorder_unavailable");

@@ -73,3 +73,14 @@ export async function metric(s: RunningSluice, line: RegExp): Promise<number> {
   const m = new RegExp(`^${line.source} ([0-9.e+-]+)$`, "m").exec(text);
   return m ? Number(m[1]) : 0;
 }
+
+/**
+ * Ends a recorder's writer thread abruptly, as a crash would: the tests of the restart path reach
+ * into the instance for it (no product code exists for crashing on purpose).
+ */
+export async function crashWriter(recorder: object): Promise<void> {
+  const link = (recorder as { writer?: { worker: { terminate(): Promise<number> }; exited: Promise<void> } | null }).writer;
+  if (!link) return;
+  void link.worker.terminate();
+  await link.exited;
+}

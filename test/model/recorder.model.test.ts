@@ -18,6 +18,7 @@ import type { QueryRecorder } from "../../src/plugins/executors/query-recorder/i
 import { buildQuery, udpExchange } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { until } from "./harness.js";
+import { crashWriter } from "../integration/recorder-helpers.js";
 
 type ModelEvent = RecorderEvent | { type: string; output?: unknown };
 type Snap = SnapshotFrom<typeof recorderMachine>;
@@ -160,7 +161,7 @@ plugins:
             release();
             break;
           case "WRITER.EXITED":
-            await recorder.crashWriter();
+            await crashWriter(recorder);
             break;
           case AFTER_CLEANUP:
             // Held in cleaning while the test still has something to do there.

@@ -264,11 +264,6 @@ export class QueryRecorder implements ExecutorPlugin {
     return this.closing ?? Promise.resolve();
   }
 
-  /** Ends the writer thread abruptly, as a crash would (for tests of the restart path). */
-  async crashWriter(): Promise<void> {
-    await this.writer?.terminate();
-  }
-
   get writerRunning(): boolean {
     return this.writer !== null && !this.writer.gone;
   }

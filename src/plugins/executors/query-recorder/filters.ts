@@ -26,7 +26,6 @@ export interface Filter {
   instance: string | null;
 }
 
-export type StatName = "plugins" | "top_clients" | "top_qnames" | "qtype" | "rcode" | "latency" | "timeseries";
 
 export type ReadRequest =
   | { op: "records"; filter: Filter; cursor: { createdAtMs: number; id: number } | null; limit: number }

@@ -108,10 +108,4 @@ export class WriterLink {
     }
     return this.exited;
   }
-
-  /** Ends the thread at once, as a crash would (tests of the restart path). */
-  terminate(): Promise<void> {
-    void this.worker.terminate();
-    return this.exited;
-  }
 }
