@@ -1,7 +1,8 @@
 // The self-upgrade task (spec: Upgrade states; POST /api/upgrade/apply, GET /api/upgrade/status):
 //   idle | completed | skipped | failed --UPGRADE.APPLY [upgradeIdle]--> running
 //   running: the `apply` actor downloads, verifies, unpacks, smoke-tests and switches `current`
-//     → skipped (already the newest) | restarting (installed; the app is asked to restart) | failed
+//     → skipped (already the newest) | restarting (installed; after RESTART_ANNOUNCE_MS the app is asked
+//       to restart, so status pollers see it) | failed
 // One task at a time: an apply while running or restarting is refused (HTTP 409
 // upgrade_in_progress), never queued. A process started after an upgrade shows its outcome:
 // the result it was started with (input), or the trial it just confirmed (UPGRADE.RESTORED).
@@ -40,6 +41,9 @@ export type UpgradeEvent = { type: "UPGRADE.APPLY"; request: unknown } | { type:
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const outputOf = (event: unknown): UpgradeOutcome => (event as { output: UpgradeOutcome }).output;
 
+/** `restarting` is answered for this long before the restart begins. */
+export const RESTART_ANNOUNCE_MS = 1000;
+
 export const upgradeMachine = setup({
   types: {
     context: {} as UpgradeContext,
@@ -48,6 +52,14 @@ export const upgradeMachine = setup({
   },
   actors: {
     apply: fromPromise<UpgradeOutcome, unknown>(() => Promise.reject(new Error("not provided"))),
+  },
+  delays: {
+    /**
+     * How long `restarting` is shown before the app is asked to restart: a client polling
+     * /api/upgrade/status every few hundred milliseconds sees running → restarting → completed
+     * (the API goes with the old process, and the new one reports completed).
+     */
+    announceRestart: RESTART_ANNOUNCE_MS,
   },
   guards: {
     /** One upgrade task at a time: refused while one runs or the restart it asked for is under way. */
@@ -112,7 +124,7 @@ export const upgradeMachine = setup({
         onError: { target: "failed", actions: "recordFailure" },
       },
     },
-    restarting: { entry: "requestRestart" },
+    restarting: { after: { announceRestart: { actions: "requestRestart" } } },
     completed: {},
     skipped: {},
     failed: {},

@@ -151,6 +151,16 @@ describe("apply", () => {
       expect(second.status).toBe(409);
       expect(await second.json()).toMatchObject({ ok: false, code: "upgrade_in_progress", message: "an upgrade is already in progress" });
       open();
+      // A client polling every 200 ms sees restarting (for RESTART_ANNOUNCE_MS), until the API goes with the process.
+      const seen: string[] = [];
+      for (;;) {
+        const st = await status(s.apiUrl).catch(() => null);
+        if (st === null) break;
+        if (seen[seen.length - 1] !== st.state) seen.push(st.state);
+        if (st.state === "restarting") expect(st).toMatchObject({ restart_required: true, installed_version: "9.9.9" });
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(seen.slice(-2)).toEqual(["running", "restarting"]);
       const outcome = await s.app.done;
       expect(outcome).toEqual({ restart: true, error: null });
       const snap = upgrader.getSnapshot();

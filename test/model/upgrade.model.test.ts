@@ -114,7 +114,7 @@ describe("upgrade task model", () => {
             expect(res.status).toBe(ERROR_STATUS[refusal.code]);
             expect(await res.json()).toMatchObject({ ok: false, code: refusal.code, message: refusal.message });
           } else {
-            // Restarting: the listener is closing with the app; the actor itself refuses.
+            // Restarting: by this step the app has stopped (the API went with it); the actor itself refuses.
             expect(actor.getSnapshot().can(APPLY)).toBe(false);
           }
         } else {
