@@ -4,7 +4,7 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { concernActor, controlResolver, createAppActor, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
+import { concernActor, controlResolver, createAppActor, runtimeOf, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
 import { ask, RefusedError, sendIfAccepted } from "../../actors/ask.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
 import { upgradeState, type RestoredUpgrade, type UpgradeOutcome } from "../../machines/upgrade.machine.js";
@@ -88,7 +88,8 @@ export class App implements ApiHost {
   readonly actor: AppActor;
   /** Resolves when the app machine reaches `stopped`. */
   readonly done: Promise<AppOutput>;
-  private current: Runtime | null = null;
+  /** "sluice started" is logged by the first activation only. */
+  private announced = false;
   private api: ApiServer | null = null;
   /** The startup failure, kept with its type for the CLI. */
   private startupError: unknown = null;
@@ -165,6 +166,15 @@ export class App implements ApiHost {
       this.log.info({ target: "control", actor: "upgrade", state }, "state changed");
       if (state === "failed") this.log.warn({ target: "upgrade", err: snap.context.error }, "upgrade failed; the running release is unchanged");
     });
+  }
+
+  /**
+   * The generation answering queries: the one the app actor's context names (the one source of
+   * truth), null before the first is up and once the last is gone.
+   */
+  private get current(): Runtime | null {
+    const actor = this.actor as AppActor | undefined;
+    return actor ? (runtimeOf(actor.system, actor.getSnapshot().context.current) as Runtime | null) : null;
   }
 
   get config(): SluiceConfig {
@@ -313,8 +323,8 @@ export class App implements ApiHost {
 
   activate(host: RuntimeHost, generation: number): void {
     const runtime = host as Runtime;
-    const first = this.current === null;
-    this.current = runtime;
+    const first = !this.announced;
+    this.announced = true;
     if (!this.options.logLevel) this.log.level = pinoLevel(runtime.config.log.level);
     if (runtime.config.api) this.api?.updatePolicy(runtime.config.api);
     this.syncCluster(runtime.config.cluster);
@@ -346,7 +356,6 @@ export class App implements ApiHost {
   async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
     this.follower?.stop();
-    this.current = null;
     await this.services.listeners.closeAll();
     await this.cluster?.close();
     this.cluster = null;
