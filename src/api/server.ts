@@ -14,7 +14,7 @@ import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
 import { protectListener } from "../net/outbound-policy.js";
-import { isLoopback, RequestGuard, type Refusal } from "./guard.js";
+import { isLoopback, RequestGuard, type RequestRefusal } from "./request-guard.js";
 import type { ApiHost } from "./host.js";
 import { buildOpenApi } from "./openapi.js";
 import { registerConfigRoutes } from "./routes/config.js";
@@ -174,7 +174,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   // Raw bodies (YAML for /api/config/validate) arrive as text whatever the content type says.
   fastify.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
-  const refuse = (reply: FastifyReply, refusal: Refusal): true => {
+  const refuse = (reply: FastifyReply, refusal: RequestRefusal): true => {
     void reply.code(ERROR_STATUS[refusal.code]).send(errorBody(refusal.code, refusal.message));
     return true;
   };

@@ -5,7 +5,8 @@
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
 import { concernActor, controlResolver, createAppActor, runtimeOf, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
-import { ask, RefusedError, sendIfAccepted } from "../../actors/ask.js";
+import { ask, sendIfAccepted } from "../../actors/ask.js";
+import { refusalError } from "../api/guards.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
 import { upgradeState, type RestoredUpgrade, type UpgradeOutcome } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
@@ -296,10 +297,9 @@ export class App implements ApiHost {
     try {
       sendIfAccepted(this.actor, { type: "RELOAD.REQUEST" });
     } catch (err) {
-      const guard = err instanceof RefusedError ? err.guard : null;
-      if (guard === "reloadIdle") throw new Error("a reload is already pending or in progress", { cause: err });
-      if (guard === "notStopping") throw new Error("the application is stopping", { cause: err });
-      throw new Error(`the application cannot reload now (${(err as Error).message})`, { cause: err });
+      // The same words as the API's answer: one table from guard to message (src/api/guards.ts).
+      const refusal = refusalError(err);
+      throw new Error(refusal instanceof Error ? refusal.message : String(refusal), { cause: err });
     }
   }
 

@@ -23,7 +23,7 @@ declare module "fastify" {
   }
 }
 
-export interface Refusal {
+export interface RequestRefusal {
   code: "forbidden_host" | "forbidden_origin";
   message: string;
 }
@@ -69,7 +69,7 @@ export class RequestGuard {
   }
 
   /** Host check for every request (API and WebUI); null when it may go on. */
-  host(header: string | undefined): Refusal | null {
+  host(header: string | undefined): RequestRefusal | null {
     if (header === undefined || this.anyHost) return null;
     const host = hostOfHeader(header);
     if (host !== null) {
@@ -84,7 +84,7 @@ export class RequestGuard {
   }
 
   /** Origin check for /api/* requests; null when it may go on. */
-  origin(req: GuardedRequest): Refusal | null {
+  origin(req: GuardedRequest): RequestRefusal | null {
     if (req.method === "OPTIONS") return null;
     const origin = req.headers.origin;
     if (origin === undefined) {
