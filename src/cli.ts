@@ -2,13 +2,14 @@
 // sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback
 
 import { resolve } from "node:path";
+import { parseOptions, UsageError, type OptionSpec } from "./cli-args.js";
 import { App, checkConfig, describe } from "./app/app.js";
 import { tuneHeapGrowth } from "./app/heap.js";
 import { replaceProcess, type Handover } from "./app/restart.js";
 import { selfTest } from "./app/self-test.js";
 import { AUTH_ENV, configSource, DEFAULT_POLL, DEFAULT_TIMEOUT, SourceError, type ConfigSource } from "./cluster/config-source.js";
 import { initialPull, type Following } from "./cluster/follow.js";
-import { runUpgradeCommand, UPGRADE_HELP, UpgradeUsageError } from "./upgrade/cli.js";
+import { runUpgradeCommand, UPGRADE_HELP } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
 import { guardStart } from "./upgrade/trial.js";
 import { VERSION } from "./version.js";
@@ -60,37 +61,43 @@ interface Options {
   configFromTimeout?: string;
 }
 
-class UsageError extends Error {}
+/** The options each command takes. */
+const COMMON: OptionSpec = { config: { type: "string", short: "c" }, "working-dir": { type: "string", short: "d" } };
+const COMMAND_OPTIONS: Record<"start" | "check", OptionSpec> = {
+  start: {
+    ...COMMON,
+    "log-level": { type: "string", short: "l" },
+    "config-from": { type: "string" },
+    "config-from-auth-file": { type: "string" },
+    "config-from-ca": { type: "string" },
+    "config-poll": { type: "string" },
+    "config-from-timeout": { type: "string" },
+  },
+  check: { ...COMMON, "self-test": { type: "boolean" } },
+};
 
-function parseArgs(argv: string[]): Options | "help" | "version" {
+function parseCommandLine(argv: string[]): Options | "help" | "version" {
   if (argv.includes("--help") || argv.includes("-h") || argv.length === 0) return "help";
   if (argv.includes("--version") || argv.includes("-V")) return "version";
   const [command, ...rest] = argv;
   if (command !== "start" && command !== "check") throw new UsageError(`unknown command '${command}'`);
-  const opts: Options = { command, config: "sluice.yaml", dir: process.cwd() };
-  for (let i = 0; i < rest.length; i++) {
-    const flag = rest[i];
-    const value = rest[i + 1];
-    const need = (): string => {
-      if (value === undefined || value.startsWith("-")) throw new UsageError(`${flag} needs a value`);
-      i++;
-      return value;
-    };
-    if (flag === "-c" || flag === "--config") opts.config = need();
-    else if (flag === "-d" || flag === "--working-dir") opts.dir = resolve(need());
-    else if (flag === "--self-test" && command === "check") opts.selfTest = true;
-    else if (flag === "--config-from" && command === "start") opts.configFrom = need();
-    else if (flag === "--config-from-auth-file" && command === "start") opts.configFromAuthFile = resolve(need());
-    else if (flag === "--config-from-ca" && command === "start") opts.configFromCa = resolve(need());
-    else if (flag === "--config-poll" && command === "start") opts.configPoll = need();
-    else if (flag === "--config-from-timeout" && command === "start") opts.configFromTimeout = need();
-    else if ((flag === "-l" || flag === "--log-level") && command === "start") {
-      const level = need().toLowerCase();
-      if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`log level must be one of ${LOG_LEVELS.join(", ")}`);
-      opts.level = level as LogLevel;
-    } else throw new UsageError(`unknown option '${flag}'`);
-  }
-  return opts;
+  const v = parseOptions(rest, COMMAND_OPTIONS[command]);
+  const str = (name: string): string | undefined => v[name] as string | undefined;
+  const path = (name: string): string | undefined => (str(name) === undefined ? undefined : resolve(str(name) as string));
+  const level = str("log-level")?.toLowerCase();
+  if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`log level must be one of ${LOG_LEVELS.join(", ")}`);
+  return {
+    command,
+    config: str("config") ?? "sluice.yaml",
+    dir: path("working-dir") ?? process.cwd(),
+    ...(level !== undefined ? { level: level as LogLevel } : {}),
+    ...(v["self-test"] === true ? { selfTest: true } : {}),
+    ...(str("config-from") !== undefined ? { configFrom: str("config-from") } : {}),
+    ...(path("config-from-auth-file") !== undefined ? { configFromAuthFile: path("config-from-auth-file") } : {}),
+    ...(path("config-from-ca") !== undefined ? { configFromCa: path("config-from-ca") } : {}),
+    ...(str("config-poll") !== undefined ? { configPoll: str("config-poll") } : {}),
+    ...(str("config-from-timeout") !== undefined ? { configFromTimeout: str("config-from-timeout") } : {}),
+  };
 }
 
 function report(err: unknown): void {
@@ -111,7 +118,7 @@ async function upgrade(argv: string[]): Promise<number> {
   try {
     return await runUpgradeCommand(argv);
   } catch (err) {
-    if (err instanceof UpgradeUsageError) {
+    if (err instanceof UsageError) {
       process.stderr.write(`error: ${err.message}\n\n${UPGRADE_HELP}`);
       return 2;
     }
@@ -131,9 +138,9 @@ function handOver(originalCwd: string, log?: App["log"]): number {
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "upgrade") return upgrade(argv.slice(1));
-  let opts: ReturnType<typeof parseArgs>;
+  let opts: ReturnType<typeof parseCommandLine>;
   try {
-    opts = parseArgs(argv);
+    opts = parseCommandLine(argv);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     process.stderr.write(`error: ${err.message}\n\n${HELP}`);

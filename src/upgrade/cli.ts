@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { loadConfigFile } from "../config/load.js";
 import { createLogger } from "../observability/logger.js";
 import { applyUpgrade, checkUpgrade, rollbackInstall, NotInstalledError } from "./engine.js";
+import { parseOptions, UsageError, type OptionSpec } from "../cli-args.js";
 import { resolveOptions, type ShellOverrides, type UpgradeRequest } from "./options.js";
 
 export const UPGRADE_HELP = `Usage:
@@ -23,8 +24,6 @@ Options (override the configuration's upgrade section, which must exist):
 The release host's token, if it needs one, is read from SLUICE_RELEASE_HOST_TOKEN.
 `;
 
-export class UpgradeUsageError extends Error {}
-
 interface Parsed {
   action: "check" | "apply" | "rollback";
   config: string;
@@ -33,27 +32,26 @@ interface Parsed {
   shell: ShellOverrides;
 }
 
+const LOCATION: OptionSpec = { config: { type: "string", short: "c" }, "working-dir": { type: "string", short: "d" } };
+/** rollback takes only -c and -d; check and apply may also override the release source. */
+const ACTION_OPTIONS: Record<Parsed["action"], OptionSpec> = {
+  rollback: LOCATION,
+  check: { ...LOCATION, repository: { type: "string" }, target: { type: "string" }, socks5: { type: "string" }, "allow-prerelease": { type: "boolean" } },
+  apply: { ...LOCATION, repository: { type: "string" }, target: { type: "string" }, socks5: { type: "string" }, "allow-prerelease": { type: "boolean" } },
+};
+
 function parse(argv: string[]): Parsed {
   const [action, ...rest] = argv;
-  if (action !== "check" && action !== "apply" && action !== "rollback") throw new UpgradeUsageError(`upgrade needs check, apply or rollback${action ? `, not '${action}'` : ""}`);
-  const out: Parsed = { action, config: "sluice.yaml", dir: process.cwd(), request: {}, shell: {} };
-  for (let i = 0; i < rest.length; i++) {
-    const flag = rest[i];
-    const need = (): string => {
-      const value = rest[i + 1];
-      if (value === undefined || value.startsWith("-")) throw new UpgradeUsageError(`${flag} needs a value`);
-      i++;
-      return value;
-    };
-    if (flag === "-c" || flag === "--config") out.config = need();
-    else if (flag === "-d" || flag === "--working-dir") out.dir = resolve(need());
-    else if (flag === "--repository" && action !== "rollback") out.shell.repository = need();
-    else if (flag === "--target" && action !== "rollback") out.request.target = need();
-    else if (flag === "--socks5" && action !== "rollback") out.shell.socks5 = need();
-    else if (flag === "--allow-prerelease" && action !== "rollback") out.request.allow_prerelease = true;
-    else throw new UpgradeUsageError(`unknown option '${flag}'`);
-  }
-  return out;
+  if (action !== "check" && action !== "apply" && action !== "rollback") throw new UsageError(`upgrade needs check, apply or rollback${action ? `, not '${action}'` : ""}`);
+  const v = parseOptions(rest, ACTION_OPTIONS[action]);
+  const str = (name: string): string | undefined => v[name] as string | undefined;
+  const request: UpgradeRequest = {};
+  const shell: ShellOverrides = {};
+  if (str("target") !== undefined) request.target = str("target");
+  if (v["allow-prerelease"] === true) request.allow_prerelease = true;
+  if (str("repository") !== undefined) shell.repository = str("repository");
+  if (str("socks5") !== undefined) shell.socks5 = str("socks5");
+  return { action, config: str("config") ?? "sluice.yaml", dir: str("working-dir") === undefined ? process.cwd() : resolve(str("working-dir") as string), request, shell };
 }
 
 /** Runs `sluice upgrade ...`; returns the exit status. */
