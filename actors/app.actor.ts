@@ -7,9 +7,9 @@ import { configMachine, type SaveRequest, type SaveResult } from "../machines/co
 import { concernSystemId } from "../machines/plugin.machine.js";
 import { pluginSystemId, type RuntimeContext, type RuntimeHost } from "../machines/runtime.machine.js";
 import { upgradeMachine, type UpgradeOutcome } from "../machines/upgrade.machine.js";
-import type { Bus } from "../src/bus.js";
+import type { ActorTransition, Bus } from "../src/bus.js";
 import { ask } from "./ask.js";
-import { actorPath } from "./inspect.js";
+import { actorPath, summarise } from "./inspect.js";
 
 export interface AppProcedures {
   startApi(): Promise<void>;
@@ -97,14 +97,22 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
       reportStartupFailure: ({ event }: { event: unknown }) => app.startupFailed((event as { error?: unknown }).error),
     },
   });
+  /** What was last sent for each live actor (by id). */
+  const lastShown = new Map<string, string>();
   return createActor(machine, {
     systemId: "app",
     input,
     inspect(ev) {
       if (ev.type !== "@xstate.snapshot") return;
       const snap = ev.snapshot as AnyMachineSnapshot;
-      if (snap.value === undefined) return;
-      bus.emit("actor.transition", { id: actorPath(ev.actorRef as AnyActorRef), state: snap.value });
+      if (snap.value === undefined || bus.listenerCount("actor.transition") === 0) return;
+      const t: ActorTransition = { id: actorPath(ev.actorRef as AnyActorRef), status: snap.status, state: snap.value as unknown, context: summarise(snap.context as unknown) };
+      // A snapshot follows every event an actor takes; only the ones that change what is shown go out.
+      const shown = JSON.stringify([t.status, t.state, t.context]);
+      if (lastShown.get(t.id) === shown) return;
+      if (t.status === "active") lastShown.set(t.id, shown);
+      else lastShown.delete(t.id);
+      bus.emit("actor.transition", t);
     },
   });
 }

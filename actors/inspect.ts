@@ -29,7 +29,7 @@ export function actorPath(ref: AnyActorRef): string {
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 
 /** Primitives as they are; long strings cut; plain records (one level, like the reload status) kept; collections summarised by size; functions and objects with behaviour left out. */
-function summarise(context: unknown, depth = 0): Record<string, unknown> {
+export function summarise(context: unknown, depth = 0): Record<string, unknown> {
   if (context === null || typeof context !== "object") return {};
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(context)) {

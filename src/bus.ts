@@ -7,7 +7,11 @@ import type { LogEntry } from "./observability/log-ring.js";
 export interface ActorTransition {
   /** systemId, or the path of a child actor (runtime:3/plugin:main). */
   id: string;
+  /** active, done, error, stopped */
+  status: string;
   state: unknown;
+  /** The public part of the context, as /api/actors shows it. */
+  context: Record<string, unknown>;
 }
 
 export interface BusEvents {
