@@ -162,6 +162,34 @@ describe("downloads", { timeout: 60_000 }, () => {
   });
 });
 
+describe("following the actor stream", { timeout: 60_000 }, () => {
+  test("an idle Cron & downloads page asks the server nothing; a run started elsewhere shows up by itself", async () => {
+    await visit(w.page, "jobs");
+    const cron = w.page.getByTestId("cron-nightly");
+    await cron.locator('li[data-job="third"] [data-testid=job-last-manual]').waitFor();
+    await w.page.getByTestId("downloads-fetch").locator('tr[data-index="0"]').waitFor();
+    await new Promise((r) => setTimeout(r, 500));
+    const asked: string[] = [];
+    const onRequest = (req: { url(): string }): void => {
+      const path = new URL(req.url()).pathname;
+      if (path.startsWith("/api/")) asked.push(path);
+    };
+    w.page.on("request", onRequest);
+    try {
+      // 6 s: the pages used to read again every 5 s (downloads) and 10 s (cron) while idle, every second while busy.
+      await new Promise((r) => setTimeout(r, 6000));
+      expect(asked).toEqual([]);
+      // A run started elsewhere (curl; a schedule does the same): the stream tells the page, which reads the jobs again.
+      expect((await s.api("/api/plugins/nightly/jobs/third/run", { method: "POST" })).status).toBe(202);
+      await cron.locator('li[data-job="third"] [data-testid=job-last-manual]').getByText("completed").waitFor({ timeout: 10_000 });
+      expect(asked.length).toBeGreaterThan(0);
+      expect(asked.every((p) => p === "/api/plugins/nightly/jobs/status")).toBe(true);
+    } finally {
+      w.page.off("request", onRequest);
+    }
+  });
+});
+
 describe("layout", { timeout: 60_000 }, () => {
   test("Cron & downloads and the Plugins page's job and download sections fit 1280×800 and 390×844, with visible focus and no console error", async () => {
     for (const [name, viewport] of [["desktop", DESKTOP], ["phone", PHONE]] as const) {

@@ -3,8 +3,9 @@
 // has an active run; 503: the manual queue is full or the plugin is stopping) is shown at its job.
 
 import { useSignal } from "@preact/signals";
-import { useEffect, useRef } from "preact/hooks";
+import { useRef } from "preact/hooks";
 import { api, errorText, pluginPath, refusalText, send } from "../api";
+import { useActorLoad } from "../actors";
 import { useEvery } from "../components/every";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { clock, relative, when } from "../format";
@@ -35,8 +36,6 @@ type Note = { tone: Tone; text: string };
 
 const RESULT_TONE: Record<string, Tone> = { completed: "ok", completed_with_errors: "warn", failed: "error", cancelled: "muted" };
 const STATE_TONE: Record<string, Tone> = { idle: "muted", pending: "warn", running: "info" };
-/** Seconds between reads while nothing runs (every second while a run is active or awaited). */
-const IDLE_EVERY = 10;
 
 const words = (status: string): string => status.replaceAll("_", " ");
 
@@ -66,7 +65,6 @@ export function CronJobs({ tag }: { tag: string }) {
   const asking = useSignal<readonly string[]>([]);
   /** Manual runs started from this page (job → run_id) whose result has not been read yet. */
   const awaited = useRef(new Map<string, number>());
-  const ticks = useRef(0);
 
   const note = (job: string, n: Note): void => {
     notes.value = { ...notes.value, [job]: n };
@@ -90,15 +88,11 @@ export function CronJobs({ tag }: { tag: string }) {
     }
   };
 
-  useEffect(() => {
-    void load();
-  }, [tag]);
-
+  // Loaded once, then again when this plugin's actors change (a run starts or ends): no polling.
+  useActorLoad(tag, (id) => id.includes(`/plugin:${tag}/`), load);
+  // The countdowns tick here; nothing is asked of the server.
   useEvery(1000, () => {
     now.value = Date.now();
-    const list = Object.values(jobs.value ?? {});
-    const active = awaited.current.size > 0 || list.some((j) => j.current_run !== null || (j.next_run_ms !== null && j.next_run_ms <= now.value));
-    if (active || ++ticks.current % IDLE_EVERY === 0) return load();
   });
 
   const run = async (job: string): Promise<void> => {

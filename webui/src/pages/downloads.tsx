@@ -4,9 +4,8 @@
 // shown above the table; a batch whose items failed says which ones, the old files being kept.
 
 import { useSignal } from "@preact/signals";
-import { useEffect, useRef } from "preact/hooks";
 import { api, errorText, pluginPath, refusalText, send } from "../api";
-import { useEvery } from "../components/every";
+import { useActorLoad } from "../actors";
 import { Badge, Notice, type Tone } from "../components/ui";
 import { bytes, when } from "../format";
 
@@ -28,8 +27,6 @@ interface BatchResult {
   failed: number;
 }
 
-/** Seconds between reads while nothing runs (every second while a batch runs). */
-const IDLE_EVERY = 5;
 
 function itemState(i: DownloadItem): { word: string; tone: Tone } {
   if (i.running) return { word: "running", tone: "info" };
@@ -46,7 +43,6 @@ export function Downloads({ tag }: { tag: string }) {
   /** "all", an item index, or null: the batch this page asked for and waits on. */
   const asking = useSignal<"all" | number | null>(null);
   const result = useSignal<{ tone: Tone; text: string } | null>(null);
-  const ticks = useRef(0);
 
   const load = async (): Promise<void> => {
     try {
@@ -57,14 +53,8 @@ export function Downloads({ tag }: { tag: string }) {
     }
   };
 
-  useEffect(() => {
-    void load();
-  }, [tag]);
-
-  useEvery(1000, () => {
-    const active = asking.value !== null || (items.value ?? []).some((i) => i.running);
-    if (active || ++ticks.current % IDLE_EVERY === 0) return load();
-  });
+  // Loaded once, then again when this plugin's actors change (a batch starts or ends): no polling.
+  useActorLoad(tag, (id) => id.includes(`/plugin:${tag}/`), load);
 
   const run = async (which: "all" | number): Promise<void> => {
     asking.value = which;

@@ -1,0 +1,91 @@
+// The control plane's actor stream (GET /api/actors/stream), one per tab, shared by every page part
+// that shows server state: a part loads once, then loads again when an actor it cares about changes
+// (a cron job starts or ends, a download batch runs, a reload happens) instead of polling. The stream
+// is open while at least one part follows it; after a reconnect every follower loads again (changes
+// may have been missed meanwhile).
+
+import { useEffect, useRef } from "preact/hooks";
+import { openStream, type EventStream } from "./sse";
+
+type Follower = { match: (id: string) => boolean; changed: () => void };
+
+const followers = new Set<Follower>();
+let stream: EventStream | null = null;
+
+function open(): void {
+  let opened = false;
+  const own = openStream("api/actors/stream", {
+    onEvent(e) {
+      if (e.event !== "actor") return;
+      let id: string;
+      try {
+        id = (JSON.parse(e.data) as { id: string }).id;
+      } catch {
+        return;
+      }
+      for (const f of followers) if (f.match(id)) f.changed();
+    },
+    onState(state) {
+      // Stopped for good (signed out, refused): the next follower opens a new one.
+      if (state === "closed" && stream === own) stream = null;
+      if (state !== "open") return;
+      // The first connection starts with every snapshot; a later one may follow missed changes.
+      if (opened) for (const f of followers) f.changed();
+      opened = true;
+    },
+  });
+  stream = own;
+}
+
+/** Calls `changed` whenever an actor whose id `match` accepts changes; returns the unsubscribe. */
+export function followActors(match: (id: string) => boolean, changed: () => void): () => void {
+  const f = { match, changed };
+  followers.add(f);
+  if (stream === null) open();
+  return () => {
+    followers.delete(f);
+    if (followers.size === 0) {
+      stream?.close();
+      stream = null;
+    }
+  };
+}
+
+/**
+ * Runs `load` when mounted (and when `key` changes), then again after changes of matching actors:
+ * at most one load at a time, and a change during a load runs one more afterwards.
+ */
+export function useActorLoad(key: string, match: (id: string) => boolean, load: () => Promise<void> | void): void {
+  const latest = useRef({ match, load });
+  latest.current = { match, load };
+  useEffect(() => {
+    let running = false;
+    let again = false;
+    let live = true;
+    const run = (): void => {
+      if (!live) return;
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      void Promise.resolve()
+        .then(() => latest.current.load())
+        // Callers show their own errors; the next change loads again.
+        .catch(() => undefined)
+        .finally(() => {
+          running = false;
+          if (again) {
+            again = false;
+            run();
+          }
+        });
+    };
+    run();
+    const stop = followActors((id) => latest.current.match(id), run);
+    return () => {
+      live = false;
+      stop();
+    };
+  }, [key]);
+}
