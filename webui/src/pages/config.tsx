@@ -9,6 +9,7 @@ import { shortVersion, when } from "../format";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import { ConfigEditor, DiagnosticList, showProblem, type Diagnostic } from "./config-editor";
 import { loadPlugins } from "../features";
+import { followActors } from "../actors";
 
 interface ConfigFile {
   path: string;
@@ -60,19 +61,53 @@ function problemsOf(err: unknown): Diagnostic[] | null {
   return Array.isArray(details) && details.length > 0 ? (details as Diagnostic[]) : null;
 }
 
-/** Polls the reload status until the reload is over (and, after a save, runs the saved version). */
+/** Whether the reload this status describes is over (and, after a save, runs the saved version). */
+const reloadOver = (s: ReloadStatus, expect: string | null): boolean =>
+  (s.status === "ok" || s.status === "failed" || s.status === "idle") && (expect === null || s.status === "failed" || s.running_version === expect);
+
+/**
+ * Reads the reload status now and each time the app actor changes (the actor stream says when), until
+ * the reload is over: no polling.
+ */
 async function watchReload(expect: string | null): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const s = await api<ReloadStatus>("api/reload/status");
-    reload.value = s;
-    const over = s.status === "ok" || s.status === "failed" || s.status === "idle";
-    if (over && (expect === null || s.status === "failed" || s.running_version === expect)) break;
-    if (Date.now() > deadline) {
-      message.value = { tone: "warn", text: "The reload has not finished after 60 s; its status below keeps the last answer." };
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 250));
+  const finished = await new Promise<boolean>((resolve) => {
+    let reading = false;
+    let again = false;
+    let done = false;
+    const end = (over: boolean): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      stop();
+      resolve(over);
+    };
+    const read = (): void => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      reading = true;
+      void api<ReloadStatus>("api/reload/status")
+        .then((s) => {
+          reload.value = s;
+          if (reloadOver(s, expect)) end(true);
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          reading = false;
+          if (again && !done) {
+            again = false;
+            read();
+          }
+        });
+    };
+    const stop = followActors((id) => id === "app", read);
+    const timer = setTimeout(() => end(false), 60_000);
+    read();
+  });
+  if (!finished) {
+    message.value = { tone: "warn", text: "The reload has not finished after 60 s; its status below keeps the last answer." };
+    return;
   }
   if (reload.value?.status === "failed") message.value = { tone: "error", text: `Reload failed; the previous configuration keeps serving: ${reload.value.last_error ?? "unknown error"}` };
   else {
