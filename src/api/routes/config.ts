@@ -2,8 +2,7 @@
 // check the file on disk, and validate text from the request body.
 
 import { open } from "node:fs/promises";
-import { Ajv } from "ajv";
-import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { ActorGoneError, ask, RefusedError } from "../../../actors/ask.js";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../../machines/config.machine.js";
 import { withoutBom } from "../../config/load.js";
@@ -16,6 +15,7 @@ import type { ApiHost } from "../host.js";
 import { reloadRecord, type ReloadRecord } from "../records.js";
 import type { RouteContext } from "../server.js";
 import { controlApp } from "./control.js";
+import { strictBody } from "../body.js";
 
 interface SaveBody {
   format?: string;
@@ -37,9 +37,6 @@ const saveBodySchema = {
   },
 } as const;
 
-// The server's ajv coerces types (for query strings); a save body must not turn 42 into "42".
-const strictAjv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false, allowUnionTypes: true });
-export const strictBody: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);
 
 const diagnosticsSchema = { type: "array", items: { type: "string" } } as const;
 const detailsSchema = { type: "array", items: { type: "object", additionalProperties: true } } as const;

@@ -4,7 +4,6 @@
 // plugin's routes are 404 and a new plugin's routes answer, with no change to the listener.
 // GET /api/plugins lists the live plugins with their actor states and routes.
 
-import { Ajv } from "ajv";
 import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AnyActorRef, AnyMachineSnapshot } from "xstate";
@@ -21,12 +20,10 @@ import type { ApiHost } from "../host.js";
 import { pluginsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
 import { acceptsEventStream, startPluginStream } from "../sse.js";
+import { coercingAjv, jsonBody, strictAjv } from "../body.js";
 
 type AnyRoute = PluginRoute<unknown>;
 
-const ajvOptions = { allErrors: false, removeAdditional: false, useDefaults: true, allowUnionTypes: true, strict: false } as const;
-const coercingAjv = new Ajv({ ...ajvOptions, coerceTypes: true });
-const strictAjv = new Ajv({ ...ajvOptions, coerceTypes: false });
 
 interface Registered {
   route: AnyRoute;
@@ -90,15 +87,6 @@ function toApiError(err: unknown, host: ApiHost, where: string): unknown {
   return err;
 }
 
-function parseJsonBody(raw: unknown, code: ErrorCode): unknown {
-  const text = Buffer.isBuffer(raw) ? raw.toString("utf8") : typeof raw === "string" ? raw : "";
-  if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new ApiError(code, `body is not valid JSON: ${(err as Error).message}`);
-  }
-}
 
 export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: RouteContext): void {
   const registered = collect(host.catalog.definitions());
@@ -171,7 +159,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
           response: { ...(schema.response ?? {}), ...errorResponses((route.notFound ?? "plugin_route_not_found") as ErrorCode, ...((route.errors ?? []) as ErrorCode[])) },
         },
         preValidation: async (req: FastifyRequest) => {
-          if ((route.body ?? "json") === "json" && route.method !== "GET") req.body = parseJsonBody(req.body, badBody);
+          if ((route.body ?? "json") === "json" && route.method !== "GET") req.body = jsonBody(req.body, badBody);
         },
         handler: async (req: FastifyRequest, reply: FastifyReply) => {
           const { tag, ...rest } = req.params as Record<string, string>;

@@ -18,7 +18,7 @@ import { ApiError, errorResponses } from "../errors.js";
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
 import type { ApiAccess, RouteContext } from "../server.js";
-import { strictBody } from "./config.js";
+import { jsonBody, strictBody } from "../body.js";
 
 /** The bodies are a handful of short fields. */
 const BODY_LIMIT = 16 * 1024;
@@ -60,16 +60,6 @@ const statusSchema = {
   },
 } as const;
 
-/** An empty body is no overrides; anything else must be a JSON object of the spec's fields. */
-function parseBody(raw: unknown): unknown {
-  const text = Buffer.isBuffer(raw) ? raw.toString("utf8") : typeof raw === "string" ? raw : "";
-  if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new ApiError("invalid_request", `body is not valid JSON: ${(err as Error).message}`);
-  }
-}
 
 /** Until accounts exist: on a listener other machines can reach, only an authenticated API may upgrade. */
 function checkAccess(access: ApiAccess): void {
@@ -124,7 +114,8 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     const preValidation = async (req: FastifyRequest): Promise<void> => {
       checkAccess(access());
-      req.body = parseBody(req.body);
+      // An empty body is no overrides; anything else must be a JSON object of the spec's fields.
+      req.body = jsonBody(req.body, "invalid_request");
       checkSource(req.body);
     };
     const common = { bodyLimit: BODY_LIMIT, validatorCompiler: schemas.validator(strictBody), preValidation };
