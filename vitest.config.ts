@@ -2,8 +2,9 @@ import { defineConfig } from "vitest/config";
 import SlowestFilesReporter from "./test/slowest-reporter.js";
 
 /**
- * Files that measure time under load: DNS latency and gaps while something heavy runs (load tests,
- * configuration and upgrade limits), and the browser tests' waits. They run after the rest, two at a time.
+ * Files that measure time or memory under load: DNS latency and gaps while something heavy runs (load
+ * tests, configuration and upgrade limits), a child's RSS, and the browser tests' waits. They run after
+ * the rest, two at a time.
  */
 const TIMED = [
   "test/browser/**/*.test.ts",
@@ -14,6 +15,7 @@ const TIMED = [
   "test/integration/doh-holders.test.ts",
   "test/integration/upgrade-bomb.test.ts",
   "test/integration/tcp-flood.test.ts",
+  "test/integration/tcp-backpressure.test.ts",
 ];
 
 export default defineConfig({
