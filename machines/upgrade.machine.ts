@@ -1,5 +1,5 @@
 // The self-upgrade task (spec: Upgrade states; POST /api/upgrade/apply, GET /api/upgrade/status):
-//   idle | completed | skipped | failed --UPGRADE.APPLY [upgradeIdle]--> running
+//   idle | completed | skipped | failed --UPGRADE.APPLY [upgradeIdle, installedRelease]--> running
 //   running: the `apply` actor downloads, verifies, unpacks, smoke-tests and switches `current`
 //     → skipped (already the newest) | restarting (installed; after RESTART_ANNOUNCE_MS the app is asked
 //       to restart, so status pollers see it) | failed
@@ -36,7 +36,8 @@ export interface UpgradeContext {
   restored: RestoredUpgrade | null;
 }
 
-export type UpgradeEvent = { type: "UPGRADE.APPLY"; request: unknown } | { type: "UPGRADE.RESTORED"; result: RestoredUpgrade };
+/** `installed`: the process runs from an installed release (or upgrade.install_dir is set), so apply can switch it. */
+export type UpgradeEvent = { type: "UPGRADE.APPLY"; request: unknown; installed: boolean } | { type: "UPGRADE.RESTORED"; result: RestoredUpgrade };
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const outputOf = (event: unknown): UpgradeOutcome => (event as { output: UpgradeOutcome }).output;
@@ -64,6 +65,8 @@ export const upgradeMachine = setup({
   guards: {
     /** One upgrade task at a time: refused while one runs or the restart it asked for is under way. */
     upgradeIdle: and([not(stateIn("running")), not(stateIn("restarting"))]),
+    /** Apply needs an install directory to switch (HTTP 409 upgrade_not_installed). */
+    installedRelease: ({ event }) => event.type === "UPGRADE.APPLY" && event.installed,
     skipped: ({ event }) => outputOf(event).outcome === "skipped",
     restoredCompleted: ({ context }) => context.restored?.state === "completed",
     restoredFailed: ({ context }) => context.restored?.state === "failed",
@@ -94,7 +97,7 @@ export const upgradeMachine = setup({
     restored: input.restored ?? null,
   }),
   on: {
-    "UPGRADE.APPLY": { guard: "upgradeIdle", target: ".running", actions: "recordStart" },
+    "UPGRADE.APPLY": { guard: and(["upgradeIdle", "installedRelease"]), target: ".running", actions: "recordStart" },
   },
   states: {
     booting: {

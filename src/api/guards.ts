@@ -17,6 +17,10 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   reloadIdle: { code: "reload_busy", message: "a reload is already pending or in progress" },
   // upgrade (machines/upgrade.machine.ts)
   upgradeIdle: { code: "upgrade_in_progress", message: "an upgrade is already in progress" },
+  installedRelease: {
+    code: "upgrade_not_installed",
+    message: "this process does not run from an installed release (<install_dir>/releases/<version> and a current symlink); install from a release artefact or set upgrade.install_dir",
+  },
   // config (machines/config.machine.ts)
   saveIdle: { code: "config_save_busy", message: "another save is in progress; retry once it has finished" },
   // provider:<tag> (machines/provider.machine.ts)

@@ -19,7 +19,7 @@ import { makeInstallDir, pollStatus, post, startUpgradable } from "../helpers/up
 type ModelEvent = UpgradeEvent | { type: "xstate.done.actor.apply"; output: unknown } | { type: "xstate.error.actor.apply"; error: unknown };
 type Snap = SnapshotFrom<typeof upgradeMachine>;
 
-const APPLY: ModelEvent = { type: "UPGRADE.APPLY", request: {} };
+const APPLY: ModelEvent = { type: "UPGRADE.APPLY", request: {}, installed: true };
 const SKIPPED: ModelEvent = { type: "xstate.done.actor.apply", output: { outcome: "skipped", version: VERSION } };
 const INSTALLED: ModelEvent = { type: "xstate.done.actor.apply", output: { outcome: "installed", from: VERSION, version: "9.9.9" } };
 const FAILED: ModelEvent = { type: "xstate.error.actor.apply", error: new Error("digest mismatch") };

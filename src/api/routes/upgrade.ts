@@ -155,11 +155,8 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
       },
       async (req, reply) => {
         const o = options(host, req);
-        if (o.installDir === null) {
-          throw new ApiError("upgrade_not_installed", "this process does not run from an installed release (<install_dir>/releases/<version> and a current symlink); install from a release artefact or set upgrade.install_dir");
-        }
         try {
-          const event: UpgradeEvent = { type: "UPGRADE.APPLY", request: o };
+          const event: UpgradeEvent = { type: "UPGRADE.APPLY", request: o, installed: o.installDir !== null };
           sendIfAccepted(host.upgradeActor, event);
         } catch (err) {
           throw refusalError(err);
