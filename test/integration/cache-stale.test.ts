@@ -10,6 +10,14 @@ import type { RunningSluice } from "../helpers/sluice.js";
 import { asked, cacheSluice, metric, negative, sleep, upstream } from "./cache-helpers.js";
 
 const cleanups: (() => unknown)[] = [];
+
+async function until(what: string, fn: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
@@ -24,14 +32,18 @@ async function setup(handler: Parameters<typeof upstream>[0]): Promise<{ up: Res
 
 test("after expiry 100 concurrent queries are answered at once from the stale entry and upstream sees exactly one refresh", async () => {
   let calls = 0;
+  // The refresh's answer is held until the test lets it go: stale answers must not wait for it.
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((r) => (release = r));
   const { up, s } = await setup(async (q) => {
     calls++;
     if (calls === 1) return answerWith(q, ["192.0.2.1"], 1);
-    await sleep(1500); // the refresh is slow: stale answers must not wait for it
+    await held;
     return answerWith(q, ["192.0.2.2"], 300);
   });
   await ask(s.udpPort, "stale.example");
-  await sleep(1300);
+  // TTLs are whole seconds: the entry expires after 1 s of the server's clock.
+  await sleep(1100);
   const started = performance.now();
   const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => udpExchange(s.udpPort, buildQuery("stale.example", "A", { id: i + 1 }), 3000)));
   const took = performance.now() - started;
@@ -43,8 +55,9 @@ test("after expiry 100 concurrent queries are answered at once from the stale en
     expect(m.answers[0].ttl).toBe(1);
   }
   expect(took).toBeLessThan(1200);
-  await sleep(1700);
-  expect(asked(up, "stale.example")).toBe(2);
+  await until("the one refresh asked upstream", async () => Promise.resolve(asked(up, "stale.example") === 2));
+  release();
+  await until("the refresh stored", async () => (await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "success" })) === 1);
   const refreshed = await ask(s.udpPort, "stale.example");
   expect(answerIps(refreshed)).toEqual(["192.0.2.2"]);
   expect(refreshed.answers[0].ttl).toBeGreaterThanOrEqual(298);
@@ -61,7 +74,7 @@ test("a refresh that gets no cacheable answer is counted as failed, the stale an
     return calls === 1 ? answerWith(q, ["192.0.2.1"], 1) : replyTo(q, RCODE.SERVFAIL);
   });
   await ask(s.udpPort, "flaky.example");
-  await sleep(1300);
+  await sleep(1100);
   const stale = await ask(s.udpPort, "flaky.example");
   expect(answerIps(stale)).toEqual(["192.0.2.1"]);
   await sleep(300);
@@ -82,7 +95,7 @@ test("lazy_cache_ttl does not apply to negative answers: once expired they are a
   expect(rcodeOf(await ask(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
   expect(rcodeOf(await ask(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
   expect(asked(up, "neg.example")).toBe(1);
-  await sleep(1300);
+  await sleep(1100);
   const after = await ask(s.udpPort, "neg.example");
   expect(answerIps(after)).toEqual(["192.0.2.5"]);
   expect(asked(up, "neg.example")).toBe(2);
