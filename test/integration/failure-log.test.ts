@@ -13,13 +13,8 @@ const config = (port: number, summary: string): string => `
 log: { level: info, failure_summary: ${summary} }
 api: { http: "127.0.0.1:0" }
 plugins:
-  - tag: main
-    type: sequence
-    args:
-      - exec: $fwd
-  - tag: fwd
-    type: forward
-    args: { upstreams: [{ addr: "udp://127.0.0.1:${port}", timeout: 200ms }] }
+  - { tag: fwd, type: forward, args: { upstreams: [{ addr: "udp://127.0.0.1:${port}", timeout: 200ms }] } }
+  - { tag: main, type: sequence, args: [{ exec: $fwd }] }
 ${serversYaml()}`;
 
 let silent: RawUpstream;
