@@ -52,40 +52,50 @@ export function followActors(match: (id: string) => boolean, changed: () => void
 }
 
 /**
- * Runs `load` when mounted (and when `key` changes), then again after changes of matching actors:
- * at most one load at a time, and a change during a load runs one more afterwards.
+ * Runs `load` now and again after each change of an actor `match` accepts: one load at a time, and a
+ * change during a load runs one more afterwards. Returns the stop.
  */
+export function loadOnChange(match: (id: string) => boolean, load: () => Promise<void> | void): () => void {
+  let running = false;
+  let again = false;
+  let live = true;
+  const run = (): void => {
+    if (!live) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    void Promise.resolve()
+      .then(load)
+      // Callers show their own errors; the next change loads again.
+      .catch(() => undefined)
+      .finally(() => {
+        running = false;
+        if (again) {
+          again = false;
+          run();
+        }
+      });
+  };
+  run();
+  const stop = followActors(match, run);
+  return () => {
+    live = false;
+    stop();
+  };
+}
+
+/** loadOnChange for a component: from mount (and each change of `key`) until unmount. */
 export function useActorLoad(key: string, match: (id: string) => boolean, load: () => Promise<void> | void): void {
   const latest = useRef({ match, load });
   latest.current = { match, load };
-  useEffect(() => {
-    let running = false;
-    let again = false;
-    let live = true;
-    const run = (): void => {
-      if (!live) return;
-      if (running) {
-        again = true;
-        return;
-      }
-      running = true;
-      void Promise.resolve()
-        .then(() => latest.current.load())
-        // Callers show their own errors; the next change loads again.
-        .catch(() => undefined)
-        .finally(() => {
-          running = false;
-          if (again) {
-            again = false;
-            run();
-          }
-        });
-    };
-    run();
-    const stop = followActors((id) => latest.current.match(id), run);
-    return () => {
-      live = false;
-      stop();
-    };
-  }, [key]);
+  useEffect(
+    () =>
+      loadOnChange(
+        (id) => latest.current.match(id),
+        () => latest.current.load(),
+      ),
+    [key],
+  );
 }

@@ -9,7 +9,7 @@ import { shortVersion, when } from "../format";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import { ConfigEditor, DiagnosticList, showProblem, type Diagnostic } from "./config-editor";
 import { loadPlugins } from "../features";
-import { followActors } from "../actors";
+import { loadOnChange } from "../actors";
 
 interface ConfigFile {
   path: string;
@@ -71,39 +71,21 @@ const reloadOver = (s: ReloadStatus, expect: string | null): boolean =>
  */
 async function watchReload(expect: string | null): Promise<void> {
   const finished = await new Promise<boolean>((resolve) => {
-    let reading = false;
-    let again = false;
-    let done = false;
-    const end = (over: boolean): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
+    const timer = setTimeout(() => {
       stop();
-      resolve(over);
-    };
-    const read = (): void => {
-      if (reading) {
-        again = true;
-        return;
-      }
-      reading = true;
-      void api<ReloadStatus>("api/reload/status")
-        .then((s) => {
-          reload.value = s;
-          if (reloadOver(s, expect)) end(true);
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          reading = false;
-          if (again && !done) {
-            again = false;
-            read();
-          }
-        });
-    };
-    const stop = followActors((id) => id === "app", read);
-    const timer = setTimeout(() => end(false), 60_000);
-    read();
+      resolve(false);
+    }, 60_000);
+    const stop = loadOnChange(
+      (id) => id === "app",
+      async () => {
+        const s = await api<ReloadStatus>("api/reload/status");
+        reload.value = s;
+        if (!reloadOver(s, expect)) return;
+        clearTimeout(timer);
+        stop();
+        resolve(true);
+      },
+    );
   });
   if (!finished) {
     message.value = { tone: "warn", text: "The reload has not finished after 60 s; its status below keeps the last answer." };
