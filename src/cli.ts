@@ -90,13 +90,13 @@ function parseCommandLine(argv: string[]): Options | "help" | "version" {
     command,
     config: str("config") ?? "sluice.yaml",
     dir: path("working-dir") ?? process.cwd(),
-    ...(level !== undefined ? { level: level as LogLevel } : {}),
-    ...(v["self-test"] === true ? { selfTest: true } : {}),
-    ...(str("config-from") !== undefined ? { configFrom: str("config-from") } : {}),
-    ...(path("config-from-auth-file") !== undefined ? { configFromAuthFile: path("config-from-auth-file") } : {}),
-    ...(path("config-from-ca") !== undefined ? { configFromCa: path("config-from-ca") } : {}),
-    ...(str("config-poll") !== undefined ? { configPoll: str("config-poll") } : {}),
-    ...(str("config-from-timeout") !== undefined ? { configFromTimeout: str("config-from-timeout") } : {}),
+    level: level as LogLevel | undefined,
+    selfTest: v["self-test"] === true,
+    configFrom: str("config-from"),
+    configFromAuthFile: path("config-from-auth-file"),
+    configFromCa: path("config-from-ca"),
+    configPoll: str("config-poll"),
+    configFromTimeout: str("config-from-timeout"),
   };
 }
 
