@@ -23,11 +23,8 @@ export function failureReason(err: unknown): FailureReason {
   return "executor";
 }
 
-export interface FailedQuery {
-  qname: string;
-  qtype: number;
-  err: string;
-}
+/** The error as logged (built only when a line is written: a failed query costs a counter otherwise). */
+const errText = (reason: FailureReason, err: unknown): string => `${reason === "encode" ? "response could not be encoded: " : ""}${err instanceof Error ? err.message : String(err)}`;
 
 /** The per-reason counters of one server plugin (shared by its protocols). */
 export function failureCounters(metrics: MetricsHub, tag: string): Record<FailureReason, Cell> {
@@ -46,14 +43,14 @@ export class FailureLog {
     private readonly periodMs: number,
   ) {}
 
-  record(reason: FailureReason, query: FailedQuery): void {
+  record(reason: FailureReason, qname: string, qtype: number, err: unknown): void {
     this.counters[reason].value++;
     // Every failure with its error at debug level (nothing is built unless debug is on).
-    if (this.log.isLevelEnabled("debug")) this.log.debug({ reason, qname: query.qname, qtype: query.qtype, err: query.err }, "query failed");
+    if (this.log.isLevelEnabled("debug")) this.log.debug({ reason, qname, qtype, err: errText(reason, err) }, "query failed");
     const n = this.counts.get(reason) ?? 0;
     this.counts.set(reason, n + 1);
     if (n > 0) return;
-    this.log.warn({ reason, qname: query.qname, qtype: query.qtype, err: query.err, summary_every_ms: this.periodMs }, "query failed; answering SERVFAIL");
+    this.log.warn({ reason, qname, qtype, err: errText(reason, err), summary_every_ms: this.periodMs }, "query failed; answering SERVFAIL");
     if (this.timer === null) {
       this.timer = setTimeout(() => this.summarise(), this.periodMs);
       this.timer.unref();

@@ -142,7 +142,7 @@ export class QueryHandler {
     } catch (err) {
       // A response we cannot encode is an executor failure as far as the client is concerned.
       this.stats.failed.value++;
-      this.failures.record("encode", { qname: ctx.qname, qtype: ctx.qtype, err: `response could not be encoded: ${(err as Error).message}` });
+      this.failures.record("encode", ctx.qname, ctx.qtype, err);
       return this.servfail(ctx, limit);
     }
     // Counted once the answer exists: an encode failure above counts as failed, never as both.
@@ -154,7 +154,7 @@ export class QueryHandler {
   private failed(ctx: DnsContext, err: unknown, limit: number): Answer {
     this.done(ctx);
     this.stats.failed.value++;
-    this.failures.record(failureReason(err), { qname: ctx.qname, qtype: ctx.qtype, err: err instanceof Error ? err.message : String(err) });
+    this.failures.record(failureReason(err), ctx.qname, ctx.qtype, err);
     return this.servfail(ctx, limit);
   }
 
