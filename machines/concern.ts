@@ -2,6 +2,14 @@
 // `requestId`, and the actor emits one `answer` for it when the work is done (actors/ask.ts waits
 // for it). Events that a guard refuses get no answer: the asker checks `can()` first.
 
+import { sendParent } from "xstate";
+import type { ConcernStartup } from "./plugin.machine.js";
+
+/** For a concern declared with `startup`: its start-up work is done (the plugin becomes ready). */
+export const reportStarted = sendParent((): ConcernStartup => ({ type: "CONCERN.STARTED" }));
+/** For a concern declared with `startup`: its start-up failed (the plugin is destroyed and fails the runtime). */
+export const reportStartFailed = sendParent(({ event }: { event: unknown }): ConcernStartup => ({ type: "CONCERN.START_FAILED", error: (event as { error?: unknown }).error }));
+
 export interface Asked {
   requestId: string;
 }

@@ -1,8 +1,10 @@
-// One plugin instance: creating → ready → destroying → destroyed, or failed. The actor owns the
-// instance's lifecycle: it invokes the create (create + init) and destroy procedures, and from
-// ready until destroyed it runs the plugin's concern actor (provider reload, cache operations,
-// matcher mode, cron jobs, ...) as its child. Its parent, the runtime actor, decides when each
-// plugin is created and destroyed.
+// One plugin instance: creating → (starting) → ready → destroying → destroyed, or failed. The actor
+// owns the instance's lifecycle: it invokes the create (create + init) and destroy procedures, and
+// from then until destroyed it runs the plugin's concern actor (provider reload, cache operations,
+// matcher mode, cron jobs, ...) as its child. A concern with start-up work (a cache's dump load,
+// the recorder's writer, a download's missing files) declares `startup`: the plugin is ready only
+// once the concern reports CONCERN.STARTED (or is torn down when it reports CONCERN.START_FAILED).
+// Its parent, the runtime actor, decides when each plugin is created and destroyed.
 
 import { assign, enqueueActions, fromPromise, sendParent, setup, type AnyActorLogic, type AnyActorRef } from "xstate";
 
@@ -15,7 +17,7 @@ export interface PluginHost {
 export interface CreatedPlugin {
   type: string;
   kind: string;
-  concern: { id: string; logic: AnyActorLogic; input?: unknown } | null;
+  concern: { id: string; logic: AnyActorLogic; input?: unknown; startup?: boolean } | null;
 }
 
 export interface PluginContext {
@@ -30,7 +32,10 @@ export interface PluginContext {
   host: PluginHost;
 }
 
-export type PluginEvent = { type: "PLUGIN.DESTROY" };
+/** What a concern with `startup` tells its plugin actor (machines/concern.ts has the actions). */
+export type ConcernStartup = { type: "CONCERN.STARTED" } | { type: "CONCERN.START_FAILED"; error: unknown };
+
+export type PluginEvent = { type: "PLUGIN.DESTROY" } | ConcernStartup;
 
 /** Told to the runtime actor. */
 export type PluginReport =
@@ -51,6 +56,9 @@ export const pluginMachine = setup({
     create: fromPromise<CreatedPlugin, { tag: string; host: PluginHost }>(({ input }) => input.host.createPlugin(input.tag)),
     destroy: fromPromise<void, { tag: string; host: PluginHost }>(({ input }) => input.host.destroyPlugin(input.tag)),
   },
+  guards: {
+    concernStartsUp: ({ event }) => (event as unknown as { output: CreatedPlugin }).output.concern?.startup === true,
+  },
   actions: {
     recordCreated: assign(({ event, context }) => {
       const out = (event as unknown as { output: CreatedPlugin }).output;
@@ -69,6 +77,7 @@ export const pluginMachine = setup({
     recordError: assign({ error: ({ event }) => errorText((event as { error?: unknown }).error) }),
     reportReady: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.READY", tag: context.tag })),
     reportFailed: sendParent(({ context, event }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: (event as { error?: unknown }).error })),
+    reportStartFailed: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: new Error(context.error ?? "start-up failed") })),
   },
 }).createMachine({
   id: "plugin",
@@ -79,8 +88,29 @@ export const pluginMachine = setup({
       invoke: {
         src: "create",
         input: ({ context }) => ({ tag: context.tag, host: context.host }),
-        onDone: { target: "ready", actions: ["recordCreated", "startConcern", "reportReady"] },
+        onDone: [
+          { guard: "concernStartsUp", target: "starting", actions: ["recordCreated", "startConcern"] },
+          { target: "ready", actions: ["recordCreated", "startConcern", "reportReady"] },
+        ],
         onError: { target: "failed", actions: ["recordError", "reportFailed"] },
+      },
+    },
+    // The concern runs its start-up work; the runtime waits (the next plugin may depend on it).
+    starting: {
+      on: {
+        "CONCERN.STARTED": { target: "ready", actions: "reportReady" },
+        "CONCERN.START_FAILED": { target: "unmaking", actions: "recordError" },
+        "PLUGIN.DESTROY": "destroying",
+      },
+    },
+    // A start-up that failed: the instance was made, so it is destroyed before the failure is reported.
+    unmaking: {
+      exit: "stopConcern",
+      invoke: {
+        src: "destroy",
+        input: ({ context }) => ({ tag: context.tag, host: context.host }),
+        onDone: { target: "failed", actions: "reportStartFailed" },
+        onError: { target: "failed", actions: "reportStartFailed" },
       },
     },
     ready: { on: { "PLUGIN.DESTROY": "destroying" } },
@@ -90,7 +120,7 @@ export const pluginMachine = setup({
       // destroyPlugin logs its own errors and never rejects.
       invoke: { src: "destroy", input: ({ context }) => ({ tag: context.tag, host: context.host }), onDone: "destroyed", onError: "destroyed" },
     },
-    // A plugin that failed to create has already released what it made.
+    // A plugin that failed to create has already released what it made (or `unmaking` released it).
     failed: { type: "final" },
     // The runtime actor learns of it from this actor's done event, sent once it has fully stopped.
     destroyed: { type: "final" },

@@ -15,11 +15,17 @@ export interface ConcernEnv {
   readonly matcherMode: MatcherModeCell | null;
 }
 
-/** A concern actor: a child of `plugin:<tag>` with this id, running `logic` with `input`. */
+/**
+ * A concern actor: a child of `plugin:<tag>` with this id, running `logic` with `input`. With
+ * `startup`, the machine has start-up work and sends its parent CONCERN.STARTED or
+ * CONCERN.START_FAILED (machines/concern.ts: reportStarted / reportStartFailed); the plugin, and so
+ * the runtime, is ready only after it.
+ */
 export interface Concern {
   id: string;
   logic: AnyActorLogic;
   input?: unknown;
+  startup?: boolean;
 }
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";

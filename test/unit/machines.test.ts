@@ -1,6 +1,7 @@
 // The control-plane machines on their own (fake hosts, no sockets): the app's lifecycle and reload
 // status, the runtime's plugin ordering, and which named guard refuses what.
-import { createActor, fromPromise, waitFor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
+import { createActor, fromPromise, setup, waitFor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
+import { reportStarted, reportStartFailed } from "../../machines/concern.js";
 import { expect, test } from "vitest";
 import { refusingGuard } from "../../actors/ask.js";
 import { appMachine, type Prepared, type PrepareInput } from "../../machines/app.machine.js";
@@ -138,4 +139,53 @@ test("guards: the refusing guard is named for every refused control request", as
   expect(refused("SHUTDOWN")).toBe("noStopRequested");
   expect(refused("RESTART")).toBe("noStopRequested");
   expect(refused("RELOAD.REQUEST")).toBe("notStopping");
+});
+
+/** A concern whose start-up work is held until the test settles it. */
+function startingConcern() {
+  let settle: (ok: boolean) => void = () => undefined;
+  const work = new Promise<void>((resolve, reject) => {
+    settle = (ok) => (ok ? resolve() : reject(new Error("start-up broke")));
+  });
+  const logic = setup({
+    actors: { startUp: fromPromise(() => work) },
+    actions: { reportStarted, reportStartFailed },
+  }).createMachine({
+    initial: "starting",
+    states: {
+      starting: { invoke: { src: "startUp", onDone: { target: "idle", actions: "reportStarted" }, onError: { target: "idle", actions: "reportStartFailed" } } },
+      idle: {},
+    },
+  });
+  return { concern: { id: "c", logic, startup: true }, settle: (ok: boolean) => settle(ok) };
+}
+
+function runtimeWith(concern: CreatedPlugin["concern"], log: string[]): RuntimeHost {
+  const host = fakeRuntime(["a", "b"], log);
+  return { ...host, createPlugin: (tag) => host.createPlugin(tag).then((p) => (tag === "a" ? { ...p, concern } : p)) };
+}
+
+test("plugin: a concern with start-up holds the plugin (and the next one) until it reports it started", async () => {
+  const log: string[] = [];
+  const { concern, settle } = startingConcern();
+  const rt = createActor(runtimeMachine, { input: { generation: 2, version: "v", host: runtimeWith(concern, log) }, parent: createActor(appMachine, { input }) }).start();
+  await waitFor(rt, () => log.includes("create a"));
+  await Promise.resolve();
+  expect(log).toEqual(["create a"]);
+  expect(((rt.system.get("runtime:2/plugin:a") as AnyActorRef).getSnapshot() as AnyMachineSnapshot).value).toBe("starting");
+  settle(true);
+  await waitFor(rt, (s) => s.matches("active"));
+  expect(log).toEqual(["create a", "create b", "start"]);
+});
+
+test("plugin: a concern whose start-up fails has its instance destroyed, and the runtime fails", async () => {
+  const log: string[] = [];
+  const { concern, settle } = startingConcern();
+  const rt = createActor(runtimeMachine, { input: { generation: 3, version: "v", host: runtimeWith(concern, log) }, parent: createActor(appMachine, { input }) }).start();
+  await waitFor(rt, () => log.includes("create a"));
+  settle(false);
+  await waitFor(rt, (s) => s.status === "done");
+  expect(rt.getSnapshot().value).toBe("failed");
+  expect(rt.getSnapshot().context.error).toBe("start-up broke");
+  expect(log).toEqual(["create a", "destroy a"]);
 });
