@@ -4,11 +4,13 @@
 import { createActor, fromPromise, sendParent, type Actor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
 import { appMachine, type AppContext, type AppInput, type Prepared, type PrepareInput } from "../machines/app.machine.js";
 import { configMachine, type SaveRequest, type SaveResult } from "../machines/config.machine.js";
+import { validationMachine, type ValidationRequest } from "../machines/validation.machine.js";
 import { concernSystemId } from "../machines/plugin.machine.js";
 import { pluginSystemId, type RuntimeContext, type RuntimeHost } from "../machines/runtime.machine.js";
 import { upgradeMachine, type UpgradeOutcome } from "../machines/upgrade.machine.js";
 import type { ActorTransition, Bus } from "../src/bus.js";
-import { ask } from "./ask.js";
+import type { ValidationJob, ValidationOutcome } from "../src/config/validation.js";
+import { ActorGoneError, ask } from "./ask.js";
 import { actorPath, summarise } from "./inspect.js";
 
 export interface AppProcedures {
@@ -23,6 +25,8 @@ export interface AppProcedures {
   activate(runtime: RuntimeHost, generation: number): void;
   /** The first generation could not be built: keep the error (with its diagnostics) for the CLI. */
   startupFailed(error: unknown): void;
+  /** One configuration validation in a worker thread; the validation actor runs one at a time. */
+  validate(request: ValidationRequest): Promise<unknown>;
   /** One upgrade task (POST /api/upgrade/apply): up to the switch of `current`; the restart follows. */
   applyUpgrade(request: unknown): Promise<UpgradeOutcome>;
 }
@@ -30,6 +34,7 @@ export interface AppProcedures {
 export type AppActor = Actor<typeof appMachine>;
 export type ConfigActor = Actor<typeof configMachine>;
 export type UpgradeActor = Actor<typeof upgradeMachine>;
+export type ValidationActor = Actor<typeof validationMachine>;
 
 /**
  * xstate starts an invoked promise inside the transition that invokes it; work that touches other
@@ -74,6 +79,22 @@ export function controlResolver(system: AppActor["system"], g: number) {
 
 export { concernSystemId };
 
+/**
+ * Validates configuration text through the validation actor (one job at a time, off the event
+ * loop). Rejects with RefusedError when its queue is full; a stopping application is a failure.
+ */
+export async function validateConfig(system: AppActor["system"], job: ValidationJob, transfer: ArrayBuffer[] = []): Promise<ValidationOutcome> {
+  const stopping: ValidationOutcome = { ok: false, kind: "failed", message: "the application is stopping" };
+  const actor = system.get("validation") as ValidationActor | undefined;
+  if (!actor) return stopping;
+  try {
+    return (await ask(actor, { type: "VALIDATE", job, transfer })) as ValidationOutcome;
+  } catch (err) {
+    if (err instanceof ActorGoneError) return stopping;
+    throw err;
+  }
+}
+
 export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): AppActor {
   const machine = appMachine.provide({
     actors: {
@@ -82,6 +103,9 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
       stopServices: fromPromise(({ input: p }: { input: { restart: boolean } }) => afterTransition(() => app.stopServices(p.restart))),
       config: configMachine.provide({
         actors: { save: fromPromise(({ input: request }: { input: SaveRequest }) => afterTransition(() => app.saveConfig(request))) },
+      }),
+      validation: validationMachine.provide({
+        actors: { validate: fromPromise(({ input: request }: { input: ValidationRequest }) => afterTransition(() => app.validate(request))) },
       }),
       upgrade: upgradeMachine.provide({
         actors: { apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.applyUpgrade(request))) },

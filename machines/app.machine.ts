@@ -10,6 +10,7 @@
 
 import { and, assign, enqueueActions, fromPromise, setup } from "xstate";
 import { configMachine } from "./config.machine.js";
+import { validationMachine, VALIDATION_MAX_WAITING } from "./validation.machine.js";
 import { runtimeMachine, type RuntimeHost, type RuntimeReport } from "./runtime.machine.js";
 import { upgradeMachine, type RestoredUpgrade } from "./upgrade.machine.js";
 
@@ -113,6 +114,8 @@ export const appMachine = setup({
     runtime: runtimeMachine,
     // Serialises PUT /api/config; its `save` actor is provided by actors/app.actor.ts.
     config: configMachine,
+    // Runs configuration validations one at a time (API and saves); its `validate` actor is provided by actors/app.actor.ts.
+    validation: validationMachine,
     // The self-upgrade task; its `apply` actor and restart request are provided by actors/app.actor.ts.
     upgrade: upgradeMachine,
     startApi: fromPromise<void>(notProvided),
@@ -199,6 +202,7 @@ export const appMachine = setup({
   output: ({ context }) => ({ restart: context.restartRequested && context.error === null, error: context.error }),
   invoke: [
     { id: "config", systemId: "config", src: "config" },
+    { id: "validation", systemId: "validation", src: "validation", input: { maxWaiting: VALIDATION_MAX_WAITING } },
     { id: "upgrade", systemId: "upgrade", src: "upgrade", input: ({ context }) => ({ clock: context.clock, ...context.upgradeInput }) },
   ],
   on: {

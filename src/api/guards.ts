@@ -3,6 +3,7 @@
 // and ERROR_STATUS (errors.ts) gives the status. Handlers contain no status decisions.
 
 import { ActorGoneError, RefusedError } from "../../actors/ask.js";
+import { VALIDATION_MAX_WAITING } from "../../machines/validation.machine.js";
 import { ApiError, type ErrorCode } from "./errors.js";
 
 interface Refusal {
@@ -23,6 +24,8 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   },
   // config (machines/config.machine.ts)
   saveIdle: { code: "config_save_busy", message: "another save is in progress; retry once it has finished" },
+  // validation (machines/validation.machine.ts)
+  validationQueueHasRoom: { code: "config_validation_busy", message: `a configuration validation is running and ${VALIDATION_MAX_WAITING} are waiting; retry shortly` },
   // provider:<tag> (machines/provider.machine.ts)
   providerIdle: { code: "provider_reload_busy", message: "this provider is already reloading; the request was not queued" },
   // cache:<tag> (machines/cache.machine.ts)
@@ -39,6 +42,11 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   writerUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
 };
 
+/** An application actor that has stopped: the process is stopping. (Any other gone actor is a plugin's, replaced by a reload.) */
+const GONE_REFUSALS: Record<string, Refusal> = {
+  config: { code: "config_save_unavailable", message: "the application is stopping; GET /api/config shows what the file holds" },
+};
+
 /** A refused event with no named guard: the actor has no transition for it in its state. */
 const NO_TRANSITION: Refusal = { code: "operation_not_allowed", message: "not possible in the current state" };
 
@@ -48,6 +56,9 @@ export function refusalError(err: unknown): unknown {
     const r = (err.guard !== null ? GUARD_REFUSALS[err.guard] : undefined) ?? NO_TRANSITION;
     return new ApiError(r.code, r.message, err.guard === null ? { actor: err.actor, event: err.event } : {});
   }
-  if (err instanceof ActorGoneError) return new ApiError("plugin_unavailable", `${err.actor} is not running (the plugin was replaced by a reload, or the process is stopping)`);
+  if (err instanceof ActorGoneError) {
+    const gone = GONE_REFUSALS[err.actor];
+    return gone ? new ApiError(gone.code, gone.message) : new ApiError("plugin_unavailable", `${err.actor} is not running (the plugin was replaced by a reload, or the process is stopping)`);
+  }
   return err;
 }

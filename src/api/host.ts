@@ -7,7 +7,8 @@ import type { Bus } from "../bus.js";
 import type { SharedChange } from "../cluster/cluster.js";
 import type { RedisStatus } from "../cluster/redis.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
-import type { ConfigValidator } from "../config/validate-pool.js";
+import type { ValidatorLimits } from "../config/validate-pool.js";
+import type { ValidationJob, ValidationOutcome } from "../config/validation.js";
 import type { LogRing } from "../observability/log-ring.js";
 import type { Logger } from "../observability/logger.js";
 import type { MetricsHub } from "../observability/metrics.js";
@@ -37,8 +38,10 @@ export interface ApiHost {
   readonly configActor: ConfigActor;
   /** The self-upgrade task: one at a time; it asks the app to restart into a new release. */
   readonly upgradeActor: UpgradeActor;
-  /** Validates configuration text in worker threads, off the event loop. */
-  readonly validator: ConfigValidator;
+  /** Validates configuration text in a worker thread, off the event loop, through the validation actor's queue (RefusedError when full). */
+  validateConfig(job: ValidationJob, transfer: ArrayBuffer[]): Promise<ValidationOutcome>;
+  /** The heap cap and time limit validations run under now. */
+  validationLimits(): ValidatorLimits;
   /** The configuration file the process runs. */
   configPath(): string;
   /** The running configuration's `upgrade` section. */

@@ -4,7 +4,7 @@
 
 import type { Writable } from "node:stream";
 import { waitFor } from "xstate";
-import { concernActor, controlResolver, createAppActor, runtimeOf, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
+import { concernActor, controlResolver, createAppActor, runtimeOf, validateConfig, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
 import { ask, sendIfAccepted } from "../../actors/ask.js";
 import { refusalError } from "../api/guards.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
@@ -26,7 +26,9 @@ import { configLimits } from "../config/limits.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
-import { ConfigValidator } from "../config/validate-pool.js";
+import { ConfigValidator, type ValidatorLimits } from "../config/validate-pool.js";
+import type { ValidationJob, ValidationOutcome } from "../config/validation.js";
+import type { ValidationRequest } from "../../machines/validation.machine.js";
 import { LogRing } from "../observability/log-ring.js";
 import { createLogger, pinoLevel, type Logger } from "../observability/logger.js";
 import { MetricsHub } from "../observability/metrics.js";
@@ -339,7 +341,27 @@ export class App implements ApiHost {
 
   /** Writes the configuration file the process runs (the config actor calls it, one at a time). */
   saveConfig(request: SaveRequest): Promise<SaveResult> {
-    return saveConfigFile(request, { path: this.configPath(), validator: this.validator, env: this.env, log: this.log });
+    return saveConfigFile(request, {
+      path: this.configPath(),
+      validate: (job) => this.validateConfig(job),
+      limits: () => this.validator.limits(),
+      env: this.env,
+      log: this.log,
+    });
+  }
+
+  /** Validates configuration text through the validation actor's queue (API and saves). */
+  validateConfig(job: ValidationJob, transfer: ArrayBuffer[] = []): Promise<ValidationOutcome> {
+    return validateConfig(this.actor.system, job, transfer);
+  }
+
+  validationLimits(): ValidatorLimits {
+    return this.validator.limits();
+  }
+
+  /** The work of the validation actor: one job in a worker thread. */
+  validate(request: ValidationRequest): Promise<unknown> {
+    return this.validator.run(request.job as ValidationJob, request.transfer);
   }
 
   /** Runs one upgrade task with settings the API resolved (src/upgrade/options.ts). */

@@ -7,14 +7,17 @@ import { readFile, realpath, stat } from "node:fs/promises";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
 import { removeStaleTemps, replaceFileAtomically } from "./atomic-file.js";
 import { contentVersion, withoutBom } from "./load.js";
-import { validationFailure, type ConfigValidator } from "./validate-pool.js";
+import { validationFailure, type ValidatorLimits } from "./validate-pool.js";
+import type { ValidationJob, ValidationOutcome } from "./validation.js";
 import type { Logger } from "../observability/logger.js";
 
 export interface SaveTarget {
   /** The configuration file the process runs (as given, may be a symlink). */
   path: string;
-  /** Runs the validation off the event loop (a worker with heap and time limits). */
-  validator: ConfigValidator;
+  /** Runs the validation off the event loop (a worker with heap and time limits); a full queue rejects with the actor's refusal. */
+  validate(job: ValidationJob): Promise<ValidationOutcome>;
+  /** The limits the validation ran under (for the message of a too-complex configuration). */
+  limits(): ValidatorLimits;
   /** For ${VAR} expansion while validating; the file keeps the placeholders. */
   env: NodeJS.ProcessEnv;
   log: Logger;
@@ -55,9 +58,9 @@ type Checked = Pick<SaveSuccess, "plugin_count" | "init_order" | "diagnostics" |
 
 /** Validates `content` as the file at `path` would be read; a failure result, or what the API reports. */
 async function validate(request: SaveRequest, t: SaveTarget): Promise<{ ok: true; checked: Checked } | { ok: false; result: SaveResult }> {
-  const outcome = await t.validator.run({ kind: "save", text: request.content, path: t.path, validate: request.validate, env: { ...t.env } });
+  const outcome = await t.validate({ kind: "save", text: request.content, path: t.path, validate: request.validate, env: { ...t.env } });
   if (!outcome.ok) {
-    const f = validationFailure(outcome, "config_validate_failed", t.validator.limits());
+    const f = validationFailure(outcome, "config_validate_failed", t.limits());
     return { ok: false, result: failure(f.code, f.message, f.extra) };
   }
   // validate:false saves anyway; the response still tells what a reload would refuse.

@@ -1,6 +1,7 @@
 // Runs configuration validations in worker threads, off the event loop that serves DNS. Each worker
 // has a heap cap and each job a time limit (api.http.limits); over either, the worker is gone and
-// its memory with it. At most MAX_RUNNING jobs run at once and MAX_WAITING wait; more are refused.
+// its memory with it. Jobs come one at a time from the validation queue actor
+// (machines/validation.machine.ts), which also refuses the ones past its room.
 
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,9 +10,6 @@ import type { Logger } from "../observability/logger.js";
 import type { BuildSelection } from "../registry/bundles.js";
 import { WORKER_READY, WORKER_ROLE, type TooComplexLimit, type ValidationJob, type ValidationOutcome, type WorkerReply, type WorkerRequest } from "./validation.js";
 
-/** One at a time: a validation (and its collector) may take a core, and DNS must keep one on a 2-core host. */
-export const MAX_RUNNING = 1;
-export const MAX_WAITING = 4;
 /** An idle worker is kept this long for the next job: a fresh one spends ~100 ms loading modules. */
 const IDLE_MS = 30_000;
 /** A worker whose heap grew past this is retired after its job, so the memory goes back at once. */
@@ -98,8 +96,6 @@ class ValidationWorker {
 }
 
 export class ConfigValidator {
-  private running = 0;
-  private readonly waiting: ((go: boolean) => void)[] = [];
   private idle: { worker: ValidationWorker; timer: NodeJS.Timeout } | null = null;
   private readonly busy = new Set<ValidationWorker>();
   private closed = false;
@@ -115,23 +111,14 @@ export class ConfigValidator {
     return this.limitsNow();
   }
 
-  /** Validates in a worker. `transfer` lists buffers of the job that may be moved rather than copied. */
+  /**
+   * Validates in a worker; one job at a time per validator (the app's queue actor, or the replica
+   * follower's own validator, serialises them). `transfer` lists buffers of the job that may be moved
+   * rather than copied.
+   */
   async run(job: ValidationJob, transfer: ArrayBuffer[] = []): Promise<ValidationOutcome> {
     if (this.closed) return { ok: false, kind: "failed", message: "the application is stopping" };
-    if (this.running >= MAX_RUNNING) {
-      if (this.waiting.length >= MAX_WAITING) return { ok: false, kind: "busy" };
-      // A finishing job hands its slot straight over, so `running` is not raised again here.
-      if (!(await new Promise<boolean>((go) => this.waiting.push(go)))) return { ok: false, kind: "failed", message: "the application is stopping" };
-    } else {
-      this.running++;
-    }
-    try {
-      return await this.execute(job, transfer);
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next(true);
-      else this.running--;
-    }
+    return this.execute(job, transfer);
   }
 
   private async execute(job: ValidationJob, transfer: ArrayBuffer[]): Promise<ValidationOutcome> {
@@ -179,10 +166,9 @@ export class ConfigValidator {
     this.idle = { worker, timer };
   }
 
-  /** Terminates every worker; waiting jobs are told the application is stopping. */
+  /** Terminates every worker. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const go of this.waiting.splice(0)) go(false);
     const workers = [...this.busy];
     if (this.idle) {
       clearTimeout(this.idle.timer);
@@ -218,12 +204,6 @@ export function validationFailure(outcome: Exclude<ValidationOutcome, { ok: true
       return { code: outcome.code, message: outcome.message, extra: {} };
     case "too_complex":
       return { code: "config_too_complex", message: tooComplex(outcome.limit, limits), extra: { limit: outcome.limit } };
-    case "busy":
-      return {
-        code: "config_validation_busy",
-        message: `too many configuration validations are running (${MAX_RUNNING}) or waiting (${MAX_WAITING}); retry shortly`,
-        extra: {},
-      };
     case "failed":
       return { code: "internal_error", message: "the configuration could not be validated (internal error); see the server log", extra: {} };
   }

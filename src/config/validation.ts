@@ -35,7 +35,6 @@ export type ValidationOutcome =
   /** The request itself is unusable (not UTF-8, empty, a broken JSON envelope). */
   | { ok: false; kind: "request"; code: string; message: string }
   | { ok: false; kind: "too_complex"; limit: TooComplexLimit }
-  | { ok: false; kind: "busy" }
   | { ok: false; kind: "failed"; message: string };
 
 /** What the runner (validate-pool.ts) and the worker (validate-worker.ts) say to each other. */

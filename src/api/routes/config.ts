@@ -8,7 +8,7 @@ import type { SaveRequest, SaveResult, SaveSuccess } from "../../../machines/con
 import { withoutBom } from "../../config/load.js";
 import { fileVersion } from "../../config/save.js";
 import { validationFailure } from "../../config/validate-pool.js";
-import type { ValidationJob, ValidSummary } from "../../config/validation.js";
+import type { ValidationJob, ValidationOutcome, ValidSummary } from "../../config/validation.js";
 import { ApiError, errorResponses, errorSchema, isErrorCode } from "../errors.js";
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
@@ -88,8 +88,13 @@ export function failureError(failure: { code: string; message: string; extra: Re
 
 /** Validates in a worker (off the event loop that serves DNS); the 200 body, or the error to answer with. */
 async function validated(host: ApiHost, job: ValidationJob, transfer: ArrayBuffer[], source: "file" | "body", path: string | null, invalidCode: string): Promise<Record<string, unknown>> {
-  const outcome = await host.validator.run(job, transfer);
-  if (!outcome.ok) throw failureError(validationFailure(outcome, invalidCode, host.validator.limits()));
+  let outcome: ValidationOutcome;
+  try {
+    outcome = await host.validateConfig(job, transfer);
+  } catch (err) {
+    throw refusalError(err);
+  }
+  if (!outcome.ok) throw failureError(validationFailure(outcome, invalidCode, host.validationLimits()));
   const summary: ValidSummary = outcome.summary;
   return { ok: true, source, path, plugin_count: summary.plugin_count, dependency_graph: summary.dependency_graph, message: "configuration is valid" };
 }
@@ -116,8 +121,7 @@ async function runSave(host: ApiHost, request: SaveRequest): Promise<SaveResult>
   try {
     return (await ask(host.configActor, { type: "SAVE", request })) as SaveResult;
   } catch (err) {
-    if (err instanceof ActorGoneError) throw new ApiError("config_save_unavailable", "the application is stopping; GET /api/config shows what the file holds");
-    if (err instanceof RefusedError) throw refusalError(err);
+    if (err instanceof ActorGoneError || err instanceof RefusedError) throw refusalError(err);
     throw new ApiError("config_save_failed", `saving the configuration failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
