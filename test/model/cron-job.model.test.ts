@@ -125,7 +125,7 @@ async function expectView(snap: Snap): Promise<void> {
 
 describe("cron job model", () => {
   const cases = paths.map((p, i) => {
-    const events = p.steps.slice(1).map((x) => x.event as ModelEvent);
+    const events = p.steps.slice(1).map((x) => x.event);
     return { name: `#${i} ${events.map(name).join(" → ") || "(initial)"}`, events };
   });
 
