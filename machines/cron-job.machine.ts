@@ -1,11 +1,15 @@
 // One job of a `cron` plugin (systemId runtime:<n>/plugin:<tag>/cron:<tag>/<job>): idle → pending →
 // running → idle, and stopped (final) when the plugin goes. A scheduled trigger (schedule or
 // interval) starts a run at once from idle and is skipped (and counted) while a run is active; a
-// manual trigger is accepted only from idle (guard jobNotRunning: HTTP 409) and waits in `pending`
-// until the cron actor's manual queue starts it. The timer (`scheduler`) and the executor chain
-// (`run`) are provided by the plugin's control (src/plugins/executors/cron/control.ts).
+// manual trigger is accepted only from idle (guard cronJobNotRunning: HTTP 409) and waits in
+// `pending` until the cron actor's manual queue starts it. The run is this actor's child `run`: the
+// only record of it. JOB.CANCEL during a run asks it to stop and waits in `cancelling` until it has
+// returned, so the plugin's destroy (which waits for every job to stop) outlasts its runs. The timer
+// is machines/cron-timer.machine.ts; the executor chain (`run`) is provided by the plugin's control
+// (src/plugins/executors/cron/control.ts).
 
-import { assign, fromCallback, fromPromise, sendParent, setup, stateIn, type EventObject } from "xstate";
+import { assign, fromCallback, sendParent, sendTo, setup, spawnChild, stateIn, stopChild } from "xstate";
+import { cronTimerMachine, type CronTimerReport, type NextRun } from "./cron-timer.machine.js";
 
 export type CronTrigger = "manual" | "schedule" | "interval";
 export type CronRunStatus = "completed" | "completed_with_errors" | "failed" | "cancelled";
@@ -49,6 +53,8 @@ export interface CronSchedule {
 export interface CronJobContext extends CronSchedule {
   tag: string;
   clock: () => number;
+  /** When the schedule or interval next comes round (the timer's `nextRun`). */
+  nextRun: NextRun;
   next_run_ms: number | null;
   /** run_id of the latest run (0 before the first); ids are shared by every trigger. */
   last_run_id: number;
@@ -59,21 +65,20 @@ export interface CronJobContext extends CronSchedule {
   skipped: number;
 }
 
-export type CronJobEvent =
-  | { type: "JOB.ENQUEUE"; requestId: string }
-  | { type: "JOB.START" }
-  | { type: "JOB.TICK"; trigger: "schedule" | "interval"; scheduled_at_ms: number }
-  | { type: "JOB.NEXT"; next_run_ms: number | null }
-  | { type: "JOB.CANCEL" };
+/** What the `run` child tells its job when the executors have returned (JOB.RAN) or it broke. */
+export type CronRunReport = { type: "JOB.RAN"; output: CronRunOutput } | { type: "JOB.RUN_FAILED"; error: unknown };
+
+/** What the job tells its `run` child: stop early (the run then ends `cancelled`). */
+export interface CronRunCancel {
+  type: "RUN.CANCEL";
+}
+
+export type CronJobEvent = { type: "JOB.ENQUEUE"; requestId: string } | { type: "JOB.START" } | { type: "JOB.CANCEL" } | CronTimerReport | CronRunReport;
 
 /** Told to the cron actor (machines/cron.machine.ts). */
 export type CronJobReport = { type: "JOB.ACCEPTED"; job: string; requestId: string; run_id: number } | { type: "JOB.FINISHED"; job: string; trigger: CronTrigger };
 
-export type CronJobInput = CronSchedule & { tag: string; clock: () => number };
-
-type DoneEvent = { output: CronRunOutput };
-
-const notProvided = (): Promise<never> => Promise.reject(new Error("not provided"));
+export type CronJobInput = CronSchedule & { tag: string; clock: () => number; nextRun: NextRun };
 
 export const cronJobMachine = setup({
   types: {
@@ -82,13 +87,13 @@ export const cronJobMachine = setup({
     input: {} as CronJobInput,
   },
   actors: {
-    run: fromPromise<CronRunOutput, CronRunInput>(notProvided),
-    // Sends JOB.NEXT with each next run time and JOB.TICK when it is due; none by default.
-    scheduler: fromCallback<EventObject, CronSchedule>(() => undefined),
+    // Runs the executors; answers with JOB.RAN or JOB.RUN_FAILED and stops early on RUN.CANCEL. Never returns by default.
+    run: fromCallback<CronRunCancel, CronRunInput>(() => undefined),
+    scheduler: cronTimerMachine,
   },
   guards: {
     /** One active run per job: a manual trigger during a pending or running run is refused, not queued (HTTP 409). */
-    jobNotRunning: stateIn("idle"),
+    cronJobNotRunning: stateIn("idle"),
   },
   actions: {
     /** Metrics and the log (provided by the plugin's control). */
@@ -117,8 +122,19 @@ export const cronJobMachine = setup({
     })),
     recordSkipped: assign({ skipped: ({ context }) => context.skipped + 1 }),
     recordNext: assign({ next_run_ms: ({ event }) => (event as Extract<CronJobEvent, { type: "JOB.NEXT" }>).next_run_ms }),
+    startRun: spawnChild("run", {
+      id: "run",
+      input: ({ context }): CronRunInput => ({
+        job: context.job,
+        run_id: context.current?.run_id ?? context.last_run_id,
+        trigger: context.current?.trigger ?? "manual",
+        scheduled_at_ms: context.scheduled_at_ms ?? context.clock(),
+      }),
+    }),
+    cancelRun: sendTo("run", { type: "RUN.CANCEL" } satisfies CronRunCancel),
+    endRun: stopChild("run"),
     recordDone: assign(({ context, event }) => {
-      const out = (event as unknown as DoneEvent).output;
+      const out = (event as Extract<CronRunReport, { type: "JOB.RAN" }>).output;
       return finished(context, out.status, out.executor_error_count);
     }),
     recordFailed: assign(({ context }) => finished(context, "failed", 0)),
@@ -139,11 +155,15 @@ export const cronJobMachine = setup({
     runs: 0,
     skipped: 0,
   }),
-  invoke: { id: "scheduler", src: "scheduler", input: ({ context }) => ({ job: context.job, schedule: context.schedule, interval_ms: context.interval_ms }) },
+  invoke: {
+    id: "scheduler",
+    src: "scheduler",
+    input: ({ context }) => ({ trigger: context.schedule !== null ? "schedule" : "interval", clock: context.clock, nextRun: context.nextRun }),
+  },
   on: {
     "JOB.NEXT": { actions: "recordNext" },
-    "JOB.ENQUEUE": { guard: "jobNotRunning", target: ".pending", actions: ["acceptManual", "reportAccepted"] },
-    // The plugin is going (reload or shutdown): an active run ends as `cancelled`.
+    "JOB.ENQUEUE": { guard: "cronJobNotRunning", target: ".pending", actions: ["acceptManual", "reportAccepted"] },
+    // The plugin is going (reload or shutdown): a run not yet started ends as `cancelled` at once.
     "JOB.CANCEL": { target: ".stopped", actions: ["logCancelled", "recordCancelled"] },
   },
   states: {
@@ -157,22 +177,23 @@ export const cronJobMachine = setup({
         "JOB.TICK": { actions: ["recordSkipped", { type: "countSkipped", params: ({ event }) => ({ trigger: event.trigger }) }] },
       },
     },
+    // The run is a spawned child, not an invoke: it outlives `running` into `cancelling`.
     running: {
-      entry: ["markRunning", "countRun"],
-      invoke: {
-        id: "run",
-        src: "run",
-        input: ({ context }) => ({
-          job: context.job,
-          run_id: context.current?.run_id ?? context.last_run_id,
-          trigger: context.current?.trigger ?? "manual",
-          scheduled_at_ms: context.scheduled_at_ms ?? context.clock(),
-        }),
-        onDone: { target: "idle", actions: ["reportFinished", "recordDone"] },
-        onError: { target: "idle", actions: ["reportFinished", "recordFailed"] },
-      },
+      entry: ["markRunning", "countRun", "startRun"],
       on: {
+        "JOB.RAN": { target: "idle", actions: ["endRun", "reportFinished", "recordDone"] },
+        "JOB.RUN_FAILED": { target: "idle", actions: ["endRun", "reportFinished", "recordFailed"] },
         "JOB.TICK": { actions: ["recordSkipped", { type: "countSkipped", params: ({ event }) => ({ trigger: event.trigger }) }] },
+        "JOB.CANCEL": { target: "cancelling", actions: ["logCancelled", "cancelRun"] },
+      },
+    },
+    // Told to stop; the job is stopped once its executors have returned (whatever they report, the run was cancelled).
+    cancelling: {
+      on: {
+        "JOB.RAN": { target: "stopped", actions: ["endRun", "recordCancelled"] },
+        "JOB.RUN_FAILED": { target: "stopped", actions: ["endRun", "recordCancelled"] },
+        // Already cancelled: not stopped before the run has returned.
+        "JOB.CANCEL": {},
       },
     },
     stopped: { type: "final" },

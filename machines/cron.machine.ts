@@ -1,13 +1,16 @@
 // A `cron` plugin's concern (cron:<tag>): one child actor per job (machines/cron-job.machine.ts,
 // child id = the job name) and the manual-trigger queue. Manual runs of one plugin start one at a
 // time in the order they were asked for; the others wait (`pending`) in a queue of `queueSize`.
-// A manual trigger is refused when the plugin is stopping (cronAccepting), names no job (jobKnown),
-// hits a job with an active run (jobNotRunning) or finds the queue full (queueHasRoom). CRON.STOP
-// (sent by the plugin's destroy) cancels every job and answers once they have all stopped.
+// A manual trigger is refused when the plugin is stopping (cronAccepting), names no job
+// (cronJobKnown), hits a job with an active run (cronJobIdle) or finds the queue full
+// (cronQueueHasRoom). CRON.STOP (sent by the plugin's destroy) cancels every job and answers once
+// they have all stopped, which for a running job is once its run has returned: the runs themselves
+// are known only to the job actors.
 
 import { and, assign, emit, enqueueActions, setup, stateIn, type ActorRefFrom } from "xstate";
 import type { Answer, Asked } from "./concern.js";
 import { cronJobMachine, type CronJobReport, type CronSchedule } from "./cron-job.machine.js";
+import type { NextRun } from "./cron-timer.machine.js";
 
 export type CronJobRef = ActorRefFrom<typeof cronJobMachine>;
 
@@ -30,7 +33,7 @@ export interface CronInput {
   tag: string;
   clock: () => number;
   queueSize: number;
-  jobs: CronSchedule[];
+  jobs: (CronSchedule & { nextRun: NextRun })[];
 }
 
 /** What CRON.RUN answers: the run's number. */
@@ -53,12 +56,12 @@ export const cronMachine = setup({
     /** The plugin is not being destroyed (HTTP 503 cron_unavailable). */
     cronAccepting: stateIn("active"),
     /** The job is one of this plugin's (HTTP 404 cron_job_not_found). */
-    jobKnown: ({ context, event }) => jobOf(context, runEvent(event).job) !== undefined,
-    /** One active run per job (HTTP 409 cron_job_already_running). */
-    jobNotRunning: ({ context, event }) => jobOf(context, runEvent(event).job)?.getSnapshot().value === "idle",
+    cronJobKnown: ({ context, event }) => jobOf(context, runEvent(event).job) !== undefined,
+    /** One active run per job, as the job actor says (HTTP 409 cron_job_already_running). */
+    cronJobIdle: ({ context, event }) => jobOf(context, runEvent(event).job)?.getSnapshot().value === "idle",
     /** The manual-trigger queue is bounded (HTTP 503 cron_unavailable when full). */
-    queueHasRoom: ({ context }) => context.queue.length < context.queueSize,
-    allJobsStopped: ({ context }) => Object.values(context.jobs).every((j) => j.getSnapshot().status !== "active"),
+    cronQueueHasRoom: ({ context }) => context.queue.length < context.queueSize,
+    cronJobsStopped: ({ context }) => Object.values(context.jobs).every((j) => j.getSnapshot().status !== "active"),
   },
   actions: {
     // The job goes to `pending` (and answers with its run_id); the queue starts it when the manual slot is free.
@@ -104,7 +107,7 @@ export const cronMachine = setup({
     stopRequest: null,
   }),
   on: {
-    "CRON.RUN": { guard: and(["cronAccepting", "jobKnown", "jobNotRunning", "queueHasRoom"]), actions: ["enqueueManual", "dispatch"] },
+    "CRON.RUN": { guard: and(["cronAccepting", "cronJobKnown", "cronJobIdle", "cronQueueHasRoom"]), actions: ["enqueueManual", "dispatch"] },
     "JOB.ACCEPTED": { actions: "answerAccepted" },
   },
   states: {
@@ -116,7 +119,7 @@ export const cronMachine = setup({
     },
     stopping: {
       entry: "cancelJobs",
-      always: { guard: "allJobsStopped", target: "stopped" },
+      always: { guard: "cronJobsStopped", target: "stopped" },
     },
     // Not final: the actor lives until its plugin is destroyed, refusing triggers (cron_unavailable).
     stopped: { entry: "answerStopped" },

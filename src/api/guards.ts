@@ -32,9 +32,10 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   cacheIdle: { code: "cache_busy", message: "another operation on this cache is running; retry once it has finished" },
   // cron:<tag> and its jobs (machines/cron.machine.ts, machines/cron-job.machine.ts)
   cronAccepting: { code: "cron_unavailable", message: "this cron plugin is stopping (reload or shutdown); no run can start" },
-  jobKnown: { code: "cron_job_not_found", message: "no job of that name in this cron plugin" },
-  jobNotRunning: { code: "cron_job_already_running", message: "this job has an active run; the trigger was not queued" },
-  queueHasRoom: { code: "cron_unavailable", message: "the manual-trigger queue of this cron plugin is full; retry once a run has finished" },
+  cronJobKnown: { code: "cron_job_not_found", message: "no job of that name in this cron plugin" },
+  cronJobIdle: { code: "cron_job_already_running", message: "this job has an active run; the trigger was not queued" },
+  cronJobNotRunning: { code: "cron_job_already_running", message: "this job has an active run; the trigger was not queued" },
+  cronQueueHasRoom: { code: "cron_unavailable", message: "the manual-trigger queue of this cron plugin is full; retry once a run has finished" },
   // download:<tag> (machines/download.machine.ts)
   downloadIdle: { code: "download_busy", message: "a download batch of this plugin is running; retry once it has finished" },
   // recorder:<tag> (machines/recorder.machine.ts)

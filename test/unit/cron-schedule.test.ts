@@ -1,8 +1,11 @@
 // The cron job timer: next-run arithmetic for schedules (in a time zone) and intervals (missed runs
-// are not replayed), and the real timer reporting each next run and each due trigger.
+// are not replayed), and the timer actor (machines/cron-timer.machine.ts, on xstate's simulated
+// clock) reporting each next run and each due trigger.
+import { createActor, setup, SimulatedClock } from "xstate";
 import { expect, test } from "vitest";
+import { cronTimerMachine, MAX_WAIT_MS, type CronTimerReport, type NextRun } from "../../machines/cron-timer.machine.js";
 import { compileSchedule, intervalMs, parseExecutor } from "../../src/plugins/executors/cron/args.js";
-import { nextRun, startSchedule } from "../../src/plugins/executors/cron/schedule.js";
+import { nextRun } from "../../src/plugins/executors/cron/schedule.js";
 
 const at = (iso: string): number => Date.parse(iso);
 
@@ -41,24 +44,36 @@ test("arguments: intervals below 1 s, six fields and bad fields are refused; exe
   expect(() => parseExecutor("cron x", types, [])).toThrow(/cannot run another cron/);
 });
 
-test("the timer reports the next run, then each due trigger at the time it announced", async () => {
+/** A job-like parent of the timer on a simulated clock, recording each report with the (simulated) time it came. */
+function timerOn(nextRun: NextRun) {
+  const clock = new SimulatedClock();
+  clock.set(START);
   const events: { kind: string; at: number | null; seen: number }[] = [];
-  const started = Date.now();
-  const stop = startSchedule(
-    { cron: null, interval_ms: 100 },
-    {
-      next: (at) => events.push({ kind: "next", at, seen: Date.now() }),
-      due: (trigger, at) => events.push({ kind: trigger, at, seen: Date.now() }),
+  const parent = setup({ types: { events: {} as CronTimerReport }, actors: { timer: cronTimerMachine } }).createMachine({
+    invoke: { src: "timer", input: { trigger: "interval", clock: () => clock.now(), nextRun } },
+    on: {
+      "JOB.NEXT": { actions: ({ event }) => events.push({ kind: "next", at: event.next_run_ms, seen: clock.now() }) },
+      "JOB.TICK": { actions: ({ event }) => events.push({ kind: event.trigger, at: event.scheduled_at_ms, seen: clock.now() }) },
     },
-  );
-  for (let i = 0; i < 500 && events.filter((e) => e.kind === "interval").length < 3; i++) await new Promise((r) => setTimeout(r, 10));
-  stop();
+  });
+  const actor = createActor(parent, { clock }).start();
+  return { clock, events, actor };
+}
+
+const START = 1_000_000;
+
+test("the timer reports the next run, then each due trigger at the time it announced", () => {
+  const t = { cron: null, interval_ms: 100 };
+  const { clock, events, actor } = timerOn((now, previous) => nextRun(t, now, previous));
+  // Small steps, as a busy process would see them: a trigger is never early, and a late one is not repeated.
+  for (let i = 0; i < 100 && events.filter((e) => e.kind === "interval").length < 3; i++) clock.increment(i === 20 ? 250 : 7);
+  actor.stop();
   const seen = events.length;
-  await new Promise((r) => setTimeout(r, 250));
+  clock.increment(1000);
   // Stopped: nothing more.
   expect(events.length).toBe(seen);
-  expect(events[0]).toMatchObject({ kind: "next" });
-  expect((events[0].at ?? 0) - started).toBeGreaterThanOrEqual(100);
+  expect(events[0]).toMatchObject({ kind: "next", seen: START });
+  expect((events[0].at ?? 0) - START).toBeGreaterThanOrEqual(100);
   for (let i = 1; i + 1 < events.length; i += 2) {
     const due = events[i];
     const next = events[i + 1];
@@ -69,4 +84,24 @@ test("the timer reports the next run, then each due trigger at the time it annou
     expect(((next.at as number) - (events[0].at as number)) % 100).toBe(0);
     expect(next.at as number).toBeGreaterThan(due.seen);
   }
+  expect(events.filter((e) => e.kind === "interval")).toHaveLength(3);
+});
+
+test("a wait longer than a Node timer can take is taken in steps; a schedule that never comes round sets no timer", () => {
+  const far = START + 3 * MAX_WAIT_MS;
+  const long = timerOn((_now, previous) => (previous === null ? far : null));
+  long.clock.increment(2 * MAX_WAIT_MS);
+  long.clock.increment(MAX_WAIT_MS - 1);
+  expect(long.events.map((e) => e.kind)).toEqual(["next"]);
+  long.clock.increment(1);
+  expect(long.events).toEqual([
+    { kind: "next", at: far, seen: START },
+    { kind: "interval", at: far, seen: far },
+    { kind: "next", at: null, seen: far },
+  ]);
+  const never = timerOn(() => null);
+  expect(never.events).toEqual([{ kind: "next", at: null, seen: START }]);
+  // No timer: the simulated clock has nothing to fire, however far it moves.
+  never.clock.increment(10 * MAX_WAIT_MS);
+  expect(never.events).toHaveLength(1);
 });

@@ -1,15 +1,15 @@
 // The cron plugin's control plane: the cron:<tag> actor with one child per job
-// (machines/cron.machine.ts, machines/cron-job.machine.ts) bound to this instance's timers, runs
+// (machines/cron.machine.ts, machines/cron-job.machine.ts) bound to this instance's schedules, runs
 // and metrics, and the routes under /api/plugins/<tag>/: POST jobs/<name>/run starts a manual run
 // (202 once accepted, before it ends); GET jobs/status shows each job's current run and latest
 // manual result.
 
-import { fromCallback, fromPromise, type AnyActorRef, type EventObject } from "xstate";
-import { cronJobMachine, type CronJobContext, type CronJobEvent, type CronRunInput, type CronSchedule } from "../../../../machines/cron-job.machine.js";
+import { fromCallback, type AnyActorRef } from "xstate";
+import { cronJobMachine, type CronJobContext, type CronRunCancel, type CronRunInput, type CronRunReport } from "../../../../machines/cron-job.machine.js";
 import { cronMachine, type CronContext, type CronRunAccepted } from "../../../../machines/cron.machine.js";
 import { RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { CronPlugin } from "./index.js";
-import { startSchedule } from "./schedule.js";
+import { nextRun } from "./schedule.js";
 
 const nullable = (schema: object) => ({ anyOf: [schema, { type: "null" }] });
 
@@ -87,17 +87,17 @@ const routes: PluginRoute<CronPlugin>[] = [
 
 export const cronControl: PluginControl<CronPlugin> = {
   concern: (cron, env) => {
-    const timing = new Map(cron.jobs.map((j) => [j.job, j.timing]));
     const job = cronJobMachine.provide({
       actors: {
-        run: fromPromise(({ input, signal }: { input: CronRunInput; signal: AbortSignal }) => cron.run(input, signal)),
-        scheduler: fromCallback<EventObject, CronSchedule>(({ input, sendBack }) => {
-          const t = timing.get(input.job);
-          if (!t) return undefined;
-          return startSchedule(t, {
-            next: (at) => sendBack({ type: "JOB.NEXT", next_run_ms: at } satisfies CronJobEvent),
-            due: (trigger, at) => sendBack({ type: "JOB.TICK", trigger, scheduled_at_ms: at } satisfies CronJobEvent),
-          });
+        // One run: RUN.CANCEL (or the job actor going away) aborts it; the job hears when the executors have returned.
+        run: fromCallback<CronRunCancel, CronRunInput>(({ input, sendBack, receive }) => {
+          const abort = new AbortController();
+          receive(() => abort.abort());
+          cron.run(input, abort.signal).then(
+            (output) => sendBack({ type: "JOB.RAN", output } satisfies CronRunReport),
+            (error: unknown) => sendBack({ type: "JOB.RUN_FAILED", error } satisfies CronRunReport),
+          );
+          return () => abort.abort();
         }),
       },
       actions: {
@@ -116,7 +116,12 @@ export const cronControl: PluginControl<CronPlugin> = {
     return {
       id: `cron:${env.tag}`,
       logic: cronMachine.provide({ actors: { job } }),
-      input: { tag: env.tag, clock: Date.now, queueSize: cron.manualQueue, jobs: cron.jobs.map((j) => ({ job: j.job, schedule: j.schedule, interval_ms: j.interval_ms })) },
+      input: {
+        tag: env.tag,
+        clock: Date.now,
+        queueSize: cron.manualQueue,
+        jobs: cron.jobs.map((j) => ({ job: j.job, schedule: j.schedule, interval_ms: j.interval_ms, nextRun: (now: number, previous: number | null) => nextRun(j.timing, now, previous) })),
+      },
     };
   },
   routes,

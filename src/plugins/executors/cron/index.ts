@@ -29,9 +29,6 @@ export interface CronCounters {
 }
 
 export class CronPlugin implements ExecutorPlugin {
-  /** Runs under way; destroy waits for them. */
-  private readonly active = new Set<Promise<CronRunOutput>>();
-
   constructor(
     readonly tag: string,
     readonly jobs: readonly Job[],
@@ -45,14 +42,8 @@ export class CronPlugin implements ExecutorPlugin {
     throw new Error(`cron '${this.tag}' can only run as a background scheduler, not as a step of a pipeline`);
   }
 
-  /** One run of a job (the job actor invokes it): the executors in order on a fresh context; `signal` cancels it. */
-  run(input: CronRunInput, signal: AbortSignal): Promise<CronRunOutput> {
-    const run = this.perform(input, signal);
-    this.active.add(run);
-    return run.finally(() => this.active.delete(run));
-  }
-
-  private async perform(input: CronRunInput, signal: AbortSignal): Promise<CronRunOutput> {
+  /** One run of a job (the job actor's `run` child): the executors in order on a fresh context; `signal` cancels it. */
+  async run(input: CronRunInput, signal: AbortSignal): Promise<CronRunOutput> {
     const job = this.jobs.find((j) => j.job === input.job);
     if (!job) throw new Error(`cron '${this.tag}' has no job '${input.job}'`);
     const ctx = syntheticContext(
@@ -86,14 +77,16 @@ export class CronPlugin implements ExecutorPlugin {
     return { status, executor_error_count: errors };
   }
 
-  /** Stops every job (an active run ends `cancelled`) and waits until their runs have returned. */
+  /**
+   * Stops every job (an active run ends `cancelled`); the cron actor answers once every job has
+   * stopped, which is after their runs have returned (the plugin actor stops it only after this).
+   */
   async destroy(): Promise<void> {
     try {
       await this.self.ask({ type: "CRON.STOP" });
     } catch {
-      // No actor (the plugin never became ready) or already stopping: the runs below are all there is.
+      // No actor (the plugin never became ready), so no job and no run.
     }
-    await Promise.allSettled([...this.active]);
   }
 }
 
