@@ -82,6 +82,7 @@ export class Runtime {
       log: this.services.log.child({ target: `plugin:${tag}` }),
       metrics: this.services.metrics,
       matcherMode: rp.def.kind === "matcher" ? this.modes.cell(tag) : null,
+      pluginError: (err, failed) => this.initError(rp, err, failed),
     };
     const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
     return { type: rp.def.type, kind: rp.def.kind, concern };

@@ -152,6 +152,11 @@ export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginK
    * `download` fetches missing files its providers read). A failure fails the startup or reload.
    */
   prepare?(args: Args, ctx: PrepareContext): Promise<void>;
+  /**
+   * Created before every other plugin that does not depend on it: its start-up work (a `download`
+   * fetching missing files) makes what other plugins read when they are created.
+   */
+  readonly createdFirst?: boolean;
   create(args: Args, ctx: CreateContext): I | Promise<I>;
   /** The instance's control plane: a concern actor (its machine) and API routes. */
   readonly control?: PluginControl<I>;
