@@ -102,28 +102,6 @@ export class Runtime {
     }
   }
 
-  /**
-   * Runs every live plugin's `prepare` (download: fetch missing files) in configuration order,
-   * before anything is created. The first failure is the runtime's (startup or reload fails).
-   */
-  async prepare(): Promise<void> {
-    const live = new Set(this.order);
-    for (const rp of this.analysis.plugins) {
-      const tag = rp.config.tag;
-      if (!live.has(tag) || !rp.def.prepare) continue;
-      try {
-        await rp.def.prepare(rp.args, {
-          tag,
-          log: this.services.log.child({ target: `plugin:${tag}` }),
-          services: this.services,
-          resolvePath: (p) => this.resolvePath(p),
-        });
-      } catch (err) {
-        throw this.initError(rp, err, "could not prepare");
-      }
-    }
-  }
-
   private resolvePath(p: string): string {
     return isAbsolute(p) ? p : resolve(this.services.baseDir, p);
   }
