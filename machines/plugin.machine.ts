@@ -29,6 +29,8 @@ export interface PluginContext {
   /** systemId of the concern actor while ready. */
   concern: string | null;
   error: string | null;
+  /** What the concern's start-up failed with, reported as it is (a located configuration error) once the instance is destroyed. */
+  startFailure: unknown;
   host: PluginHost;
 }
 
@@ -75,14 +77,15 @@ export const pluginMachine = setup({
       if (ref) enqueue.stopChild(ref);
     }),
     recordError: assign({ error: ({ event }) => errorText((event as { error?: unknown }).error) }),
+    recordStartFailure: assign({ startFailure: ({ event }) => (event as { error?: unknown }).error }),
     reportReady: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.READY", tag: context.tag })),
     reportFailed: sendParent(({ context, event }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: (event as { error?: unknown }).error })),
-    reportStartFailed: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: new Error(context.error ?? "start-up failed") })),
+    reportStartFailed: sendParent(({ context }): PluginReport => ({ type: "PLUGIN.FAILED", tag: context.tag, error: context.startFailure ?? new Error(context.error ?? "start-up failed") })),
   },
 }).createMachine({
   id: "plugin",
   initial: "creating",
-  context: ({ input }) => ({ ...input, type: null, kind: null, concern: null, error: null }),
+  context: ({ input }) => ({ ...input, type: null, kind: null, concern: null, error: null, startFailure: null }),
   states: {
     creating: {
       invoke: {
@@ -99,7 +102,7 @@ export const pluginMachine = setup({
     starting: {
       on: {
         "CONCERN.STARTED": { target: "ready", actions: "reportReady" },
-        "CONCERN.START_FAILED": { target: "unmaking", actions: "recordError" },
+        "CONCERN.START_FAILED": { target: "unmaking", actions: ["recordError", "recordStartFailure"] },
         "PLUGIN.DESTROY": "destroying",
       },
     },

@@ -318,8 +318,6 @@ export class App implements ApiHost {
       analysis = analyzeConfig(config, this.catalog);
     }
     const runtime = new Runtime(config, analysis, this.services, this.catalog, controlResolver(this.actor.system, input.generation));
-    // Files some plugins need before anything is created (download's startup_if_missing).
-    await runtime.prepare();
     return { version: config.version, host: runtime };
   }
 

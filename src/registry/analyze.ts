@@ -189,8 +189,13 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
   };
 }
 
-/** Kahn's algorithm: zero-dependency tags alphabetically, then dependents as they become ready. */
+/**
+ * Kahn's algorithm: zero-dependency tags alphabetically, those of `createdFirst` types (download:
+ * files others read at create) ahead of the rest, then dependents as they become ready.
+ */
 function initOrder(plugins: ResolvedPlugin[]): { order: string[] } | { cycle: string[] } {
+  const first = new Set(plugins.filter((p) => p.def.createdFirst === true).map((p) => p.config.tag));
+  const rank = (tag: string): number => (first.has(tag) ? 0 : 1);
   const remaining = new Map<string, number>();
   const dependents = new Map<string, string[]>();
   for (const p of plugins) {
@@ -202,7 +207,10 @@ function initOrder(plugins: ResolvedPlugin[]): { order: string[] } | { cycle: st
       dependents.set(t, list);
     }
   }
-  const queue = [...remaining].filter(([, n]) => n === 0).map(([t]) => t).sort();
+  const queue = [...remaining]
+    .filter(([, n]) => n === 0)
+    .map(([t]) => t)
+    .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
   const order: string[] = [];
   for (let head = 0; head < queue.length; head++) {
     const tag = queue[head];

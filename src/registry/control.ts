@@ -13,6 +13,11 @@ export interface ConcernEnv {
   readonly metrics: MetricsHub;
   /** The cell the data plane reads a declared matcher's runtime mode from. */
   readonly matcherMode: MatcherModeCell | null;
+  /**
+   * `err` located at this plugin in the configuration and worded `plugin '<tag>' (<type>) <failed>:
+   * <message>`, as a failed create is: what a concern's failed start-up fails the runtime with.
+   */
+  pluginError(err: unknown, failed: string): Error;
 }
 
 /**

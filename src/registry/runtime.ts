@@ -82,6 +82,7 @@ export class Runtime {
       log: this.services.log.child({ target: `plugin:${tag}` }),
       metrics: this.services.metrics,
       matcherMode: rp.def.kind === "matcher" ? this.modes.cell(tag) : null,
+      pluginError: (err, failed) => this.initError(rp, err, failed),
     };
     const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
     return { type: rp.def.type, kind: rp.def.kind, concern };
@@ -98,28 +99,6 @@ export class Runtime {
       await this.destroyOne(live);
     } finally {
       this.plugins.delete(tag);
-    }
-  }
-
-  /**
-   * Runs every live plugin's `prepare` (download: fetch missing files) in configuration order,
-   * before anything is created. The first failure is the runtime's (startup or reload fails).
-   */
-  async prepare(): Promise<void> {
-    const live = new Set(this.order);
-    for (const rp of this.analysis.plugins) {
-      const tag = rp.config.tag;
-      if (!live.has(tag) || !rp.def.prepare) continue;
-      try {
-        await rp.def.prepare(rp.args, {
-          tag,
-          log: this.services.log.child({ target: `plugin:${tag}` }),
-          services: this.services,
-          resolvePath: (p) => this.resolvePath(p),
-        });
-      } catch (err) {
-        throw this.initError(rp, err, "could not prepare");
-      }
     }
   }
 

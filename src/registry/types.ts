@@ -88,14 +88,6 @@ export interface CheckEnv {
   isExecutorType(word: string): boolean;
 }
 
-/** What a definition's `prepare` receives: it runs before any plugin of the runtime is created. */
-export interface PrepareContext {
-  readonly tag: string;
-  readonly log: Logger;
-  readonly services: Services;
-  resolvePath(path: string): string;
-}
-
 export interface CreateContext {
   readonly tag: string;
   /** Identity of the runtime being built (listeners are claimed per runtime). */
@@ -148,10 +140,10 @@ export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginK
   /** References to other plugins found in the args (no plugin is created). */
   dependencies?(args: Args, env: CheckEnv): DependencySpec[];
   /**
-   * Work that must be done before any plugin of the runtime is created, in configuration order (a
-   * `download` fetches missing files its providers read). A failure fails the startup or reload.
+   * Created before every other plugin that does not depend on it: its start-up work (a `download`
+   * fetching missing files) makes what other plugins read when they are created.
    */
-  prepare?(args: Args, ctx: PrepareContext): Promise<void>;
+  readonly createdFirst?: boolean;
   create(args: Args, ctx: CreateContext): I | Promise<I>;
   /** The instance's control plane: a concern actor (its machine) and API routes. */
   readonly control?: PluginControl<I>;

@@ -1,11 +1,12 @@
 // The download plugin's control plane: the download:<tag> actor (machines/download.machine.ts) runs
-// one batch at a time, and the routes under /api/plugins/<tag>/: GET downloads lists the configured
-// items, POST download runs a batch (all items, or one by index) and answers when it is done.
+// the start-up fetches and one batch at a time, and keeps each item's status; the routes under
+// /api/plugins/<tag>/: GET downloads lists the configured items with the actor's status of each, POST download runs a batch (all items, or one by index) and answers when it is done.
 // Only configured targets can be fetched: the body can name an index, never a URL or a path.
 
+import { stat } from "node:fs/promises";
 import { fromPromise } from "xstate";
-import { downloadMachine, type BatchInput, type DownloadResult } from "../../../../machines/download.machine.js";
-import { RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import { downloadMachine, fetching, type DownloadContext, type DownloadInput, type DownloadResult, type FetchInput } from "../../../../machines/download.machine.js";
+import { RouteError, type ConcernHandle, type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { Downloader } from "./index.js";
 
 const itemSchema = {
@@ -29,14 +30,37 @@ const resultSchema = {
   properties: { ok: { type: "boolean" }, total: { type: "integer" }, succeeded: { type: "integer" }, failed: { type: "integer" } },
 } as const;
 
+function concernOf(plugin: { tag: string; concern: ConcernHandle | null }): ConcernHandle {
+  if (!plugin.concern) throw new RouteError("plugin_unavailable", `download '${plugin.tag}' has no control actor (it is being replaced or stopped)`);
+  return plugin.concern;
+}
+
+/** Each item: its configuration, the actor's status of it, and the size of its file on disk now (null when there is none). */
+async function list(downloader: Downloader, concern: ConcernHandle): Promise<object[]> {
+  const snapshot = concern.snapshot() as { value: unknown; context: DownloadContext };
+  return Promise.all(
+    downloader.items.map(async (item, index) => {
+      let size: number | null;
+      try {
+        size = (await stat(item.path)).size;
+      } catch {
+        size = null;
+      }
+      const status = snapshot.context.items[index] ?? { last_run_ms: null, last_success_ms: null, last_error: null };
+      return { index, url: item.url, path: item.path, running: fetching(snapshot, index), ...status, size_bytes: size };
+    }),
+  );
+}
+
 const routes: PluginRoute<Downloader>[] = [
   {
     method: "GET",
     path: "downloads",
     summary: "The configured downloads with their last run, last success, last error and file size",
     schema: { response: { 200: { type: "object", required: ["ok", "items"], properties: { ok: { type: "boolean" }, items: { type: "array", items: itemSchema } } } } },
+    errors: ["plugin_unavailable"],
     async handle(_req, plugin) {
-      return { ok: true, items: await plugin.view.list() };
+      return { ok: true, items: await list(plugin.view, concernOf(plugin)) };
     },
   },
   {
@@ -55,20 +79,33 @@ const routes: PluginRoute<Downloader>[] = [
       if (index !== null && index >= plugin.view.items.length) {
         throw new RouteError("download_index_out_of_range", `index ${index} is out of range: '${plugin.tag}' has ${plugin.view.items.length} downloads (0-${plugin.view.items.length - 1})`);
       }
-      if (!plugin.concern) throw new RouteError("plugin_unavailable", `download '${plugin.tag}' has no control actor (it is being replaced or stopped)`);
-      const result = (await plugin.concern.ask({ type: "DOWNLOAD.RUN", index, source: "manual" })) as DownloadResult;
+      const result = (await concernOf(plugin).ask({ type: "DOWNLOAD.RUN", index, source: "manual" })) as DownloadResult;
       return { ok: result.failed === 0, ...result };
     },
   },
 ];
 
 export const downloadControl: PluginControl<Downloader> = {
-  concern: (downloader, env) => ({
-    id: `download:${env.tag}`,
-    logic: downloadMachine.provide({
-      actors: { batch: fromPromise(({ input }: { input: BatchInput }) => downloader.batch(input.index, input.signal)) },
-    }),
-    input: { tag: env.tag, clock: Date.now },
-  }),
+  concern: (downloader, env) => {
+    const input: DownloadInput = { tag: env.tag, clock: Date.now, items: downloader.items.length, missing: [...downloader.missingAtStart] };
+    return {
+      id: `download:${env.tag}`,
+      // Missing files are fetched before the plugin is ready; a failure fails the start or reload, located at the plugin.
+      startup: input.missing.length > 0,
+      logic: downloadMachine.provide({
+        actors: {
+          fetch: fromPromise(({ input: i }: { input: FetchInput }) => downloader.fetch(i.index, i.signal)),
+          fetchMissing: fromPromise(async ({ input: i }: { input: FetchInput }) => {
+            try {
+              return await downloader.fetchMissing(i.index);
+            } catch (err) {
+              throw env.pluginError(err, "could not prepare");
+            }
+          }),
+        },
+      }),
+      input,
+    };
+  },
   routes,
 };

@@ -9,7 +9,7 @@ import type { DnsContext } from "../../../engine/context.js";
 import { removeStaleTemps } from "../../../config/atomic-file.js";
 import { parseDuration } from "../../../engine/duration.js";
 import { Step, type StepResult } from "../../../engine/types.js";
-import type { DownloadResult } from "../../../../machines/download.machine.js";
+import type { DownloadResult, ItemOutcome } from "../../../../machines/download.machine.js";
 import { ArgError, definePlugin, type ArgProblem, type ControlHandle, type ExecutorPlugin } from "../../../registry/types.js";
 import type { Cell } from "../../../observability/metrics.js";
 import type { Logger } from "../../../observability/logger.js";
@@ -39,14 +39,6 @@ interface Item {
   url: string;
   /** The target path as configured (dir/filename), resolved at create. */
   path: string;
-}
-
-/** What GET downloads shows for an item, besides its file's size. */
-export interface ItemStatus {
-  running: boolean;
-  last_run_ms: number | null;
-  last_success_ms: number | null;
-  last_error: string | null;
 }
 
 const durationOf = (v: number | string): number => parseDuration(v);
@@ -139,23 +131,24 @@ async function fetchItem(item: Item, args: DownloadArgs, c: Counters, log: Logge
   }
 }
 
-/** The instance: its items, their status, and the batch the download actor runs. */
+/** The instance: its items and the fetches the download actor runs (the actor keeps each item's status). */
 export class Downloader implements ExecutorPlugin {
   readonly items: readonly Item[];
-  readonly status: ItemStatus[];
-  /** Aborted by destroy: a batch in flight stops and leaves every file as it was. */
+  /** Aborted by destroy: a fetch in flight stops and leaves its file as it was. */
   private readonly gone = new AbortController();
-  private active: Promise<DownloadResult> | null = null;
+  /** The fetch in flight, which destroy waits for (its temp file is gone once it has settled). */
+  private inFlight: Promise<unknown> | null = null;
 
   constructor(
     readonly args: DownloadArgs,
     items: Item[],
+    /** Items whose target did not exist at create (startup_if_missing): the actor fetches them before the plugin is ready. */
+    readonly missingAtStart: readonly number[],
     private readonly counters: Counters,
     private readonly log: Logger,
     private readonly self: ControlHandle,
   ) {
     this.items = items;
-    this.status = items.map(() => ({ running: false, last_run_ms: null, last_success_ms: null, last_error: null }));
   }
 
   /** Runs through the download actor: a batch already running is waited for, then every item is fetched again. */
@@ -170,55 +163,34 @@ export class Downloader implements ExecutorPlugin {
     return Step.Next;
   }
 
-  /** One batch (the download actor calls this, one at a time): every item, or the one at `index`, in order. */
-  batch(index: number | null, signal?: AbortSignal): Promise<DownloadResult> {
-    const run = this.runBatch(index, signal ? AbortSignal.any([signal, this.gone.signal]) : this.gone.signal);
-    this.active = run;
+  /**
+   * One item of a batch (the download actor calls this, one at a time). Resolves with the outcome; rejects
+   * without fetching when the batch was cancelled (its asker went) or the plugin is going.
+   */
+  fetch(index: number, signal?: AbortSignal): Promise<ItemOutcome> {
+    const item = this.items[index];
+    const stop = signal ? AbortSignal.any([signal, this.gone.signal]) : this.gone.signal;
+    if (!item) return Promise.reject(new Error(`download: no item ${index}`));
+    if (stop.aborted) return Promise.reject(new Error("download: cancelled"));
+    const run = fetchItem(item, this.args, this.counters, this.log, stop).then((error) => ({ error }));
+    this.inFlight = run;
     return run.finally(() => {
-      if (this.active === run) this.active = null;
+      if (this.inFlight === run) this.inFlight = null;
     });
   }
 
-  private async runBatch(index: number | null, signal: AbortSignal): Promise<DownloadResult> {
-    const picked = index === null ? this.items.map((_, i) => i) : [index];
-    let succeeded = 0;
-    for (const i of picked) {
-      const item = this.items[i];
-      const status = this.status[i];
-      if (!item || !status) continue;
-      // Later items still run after a failure; a cancelled batch stops here.
-      if (signal.aborted) break;
-      status.running = true;
-      status.last_run_ms = Date.now();
-      const error = await fetchItem(item, this.args, this.counters, this.log, signal);
-      status.running = false;
-      status.last_error = error;
-      if (error === null) {
-        status.last_success_ms = Date.now();
-        succeeded++;
-      }
-    }
-    return { total: picked.length, succeeded, failed: picked.length - succeeded };
-  }
-
-  /** GET downloads: each item with its status and the size of the file on disk now (null when there is none). */
-  async list(): Promise<object[]> {
-    return Promise.all(
-      this.items.map(async (item, index) => {
-        let size: number | null;
-        try {
-          size = (await stat(item.path)).size;
-        } catch {
-          size = null;
-        }
-        return { index, url: item.url, path: item.path, ...this.status[index], size_bytes: size };
-      }),
-    );
+  /** One missing item at start-up (startup_if_missing); rejects when it could not be fetched. */
+  async fetchMissing(index: number): Promise<ItemOutcome> {
+    const item = this.items[index];
+    if (item) this.log.info({ url: item.url, path: item.path }, "startup_if_missing: fetching a missing file");
+    const outcome = await this.fetch(index);
+    if (item && outcome.error !== null) throw new Error(`startup_if_missing: downloading ${item.url} to ${item.path} failed: ${outcome.error}`);
+    return outcome;
   }
 
   async destroy(): Promise<void> {
     this.gone.abort();
-    await this.active?.catch(() => undefined);
+    await this.inFlight?.catch(() => undefined);
   }
 }
 
@@ -237,13 +209,17 @@ function itemsOf(args: DownloadArgs, resolvePath: (p: string) => string): Item[]
   return args.downloads.map((d, i) => ({ url: d.url, path: resolvePath(join(d.dir, fileNameOf(d, ["downloads", i]))) }));
 }
 
-async function missing(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return false;
-  } catch {
-    return true;
+/** Indexes of the items whose target does not exist now. */
+async function missingItems(items: readonly Item[]): Promise<number[]> {
+  const missing: number[] = [];
+  for (const [i, item] of items.entries()) {
+    try {
+      await stat(item.path);
+    } catch {
+      missing.push(i);
+    }
   }
+  return missing;
 }
 
 export const download = definePlugin<DownloadArgs, "executor", Downloader>({
@@ -274,19 +250,13 @@ export const download = definePlugin<DownloadArgs, "executor", Downloader>({
     },
   },
   check: (args) => checkArgs(args),
-  // startup_if_missing: targets that do not exist are fetched before any plugin is created (their readers need them).
-  async prepare(args, ctx) {
-    if (!args.startup_if_missing) return;
-    const c = counters(ctx.services, ctx.tag);
-    for (const item of itemsOf(args, (p) => ctx.resolvePath(p))) {
-      if (!(await missing(item.path))) continue;
-      ctx.log.info({ url: item.url, path: item.path }, "startup_if_missing: fetching a missing file");
-      const error = await fetchItem(item, args, c, ctx.log);
-      if (error !== null) throw new Error(`startup_if_missing: downloading ${item.url} to ${item.path} failed: ${error}`);
-    }
-  },
-  create(args, ctx) {
-    return new Downloader(args, itemsOf(args, (p) => ctx.resolvePath(p)), counters(ctx.services, ctx.tag), ctx.log, ctx.control(ctx.tag));
+  // startup_if_missing: targets that do not exist are fetched before the plugin is ready (machines/download.machine.ts
+  // `starting`); download plugins are created before the others, so their readers find the files.
+  createdFirst: true,
+  async create(args, ctx) {
+    const items = itemsOf(args, (p) => ctx.resolvePath(p));
+    const missing = args.startup_if_missing ? await missingItems(items) : [];
+    return new Downloader(args, items, missing, counters(ctx.services, ctx.tag), ctx.log, ctx.control(ctx.tag));
   },
   control: downloadControl,
 });
