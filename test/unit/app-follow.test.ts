@@ -12,7 +12,7 @@ import type { RuntimeHost } from "../../machines/runtime.machine.js";
 
 const runtime = (): RuntimeHost => ({
   order: ["x"],
-  createPlugin: () => Promise.resolve({ type: "t", kind: "executor", concern: null }),
+  createPlugin: () => Promise.resolve({ type: "t", kind: "executor", concern: null, quick: [] }),
   destroyPlugin: () => Promise.resolve(),
   start: () => Promise.resolve(),
 });
