@@ -1,7 +1,8 @@
 // The actor system: the app machine bound to the App's procedures, with every transition of every
-// actor (app, config, runtime:<n>, their plugins and concerns) published on the bus.
+// actor (app, config, upgrade, config-follow, runtime:<n>, their plugins and concerns) published on the bus.
 
 import { createActor, fromPromise, sendParent, type Actor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
+import { configFollowMachine, type ApplyResult, type Fetched } from "../machines/config-follow.machine.js";
 import { appMachine, type AppContext, type AppInput, type Prepared, type PrepareInput } from "../machines/app.machine.js";
 import { configMachine, type SaveRequest, type SaveResult } from "../machines/config.machine.js";
 import { validationMachine, type ValidationRequest } from "../machines/validation.machine.js";
@@ -11,6 +12,7 @@ import { upgradeMachine, type UpgradeOutcome } from "../machines/upgrade.machine
 import type { ActorTransition, Bus } from "../src/bus.js";
 import type { ValidationJob, ValidationOutcome } from "../src/config/validation.js";
 import { ActorGoneError, ask } from "./ask.js";
+import { reloadWhenIdle } from "./reload-wait.js";
 import { actorPath, summarise } from "./inspect.js";
 
 export interface AppProcedures {
@@ -29,6 +31,10 @@ export interface AppProcedures {
   validate(request: ValidationRequest): Promise<unknown>;
   /** One upgrade task (POST /api/upgrade/apply): up to the switch of `current`; the restart follows. */
   applyUpgrade(request: unknown): Promise<UpgradeOutcome>;
+  /** A replica's poll: the primary's configuration (GET /api/config), within the body limit in force. */
+  fetchPrimary(signal: AbortSignal): Promise<Fetched>;
+  /** A replica's save of one pulled version through the config actor (validated; never reloads). */
+  savePrimary(fetched: Fetched): Promise<ApplyResult>;
 }
 
 export type AppActor = Actor<typeof appMachine>;
@@ -111,6 +117,15 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
         actors: { apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.applyUpgrade(request))) },
         // The app refuses a restart only when it is already stopping (checked before the switch); the next start runs the new release then.
         actions: { requestRestart: sendParent({ type: "RESTART" }) },
+      }),
+      follow: configFollowMachine.provide({
+        actors: {
+          fetch: fromPromise(({ signal }) => app.fetchPrimary(signal)),
+          apply: fromPromise(({ input: fetched }: { input: Fetched }) => afterTransition(() => app.savePrimary(fetched))),
+          reload: fromPromise(({ system, signal }) => afterTransition(() => reloadWhenIdle(system.get("app") as AppActor, signal)).then(() => undefined)),
+        },
+        // Shown by the reload status like a failed reload (ignored while the app is stopping).
+        actions: { reportRefused: sendParent((_args, params: { error: string; version: string | null }) => ({ type: "RELOAD.REFUSED", ...params })) },
       }),
     },
     actions: {

@@ -1,6 +1,8 @@
 // Application lifecycle and reload status in one machine (configuration saves are its child
 // actor `config`, machines/config.machine.ts; the self-upgrade task its child `upgrade`,
-// machines/upgrade.machine.ts, which asks for a RESTART once a new release is switched in):
+// machines/upgrade.machine.ts, which asks for a RESTART once a new release is switched in; on a
+// replica, the follower of its primary's configuration, machines/config-follow.machine.ts, is its
+// child `config-follow` from the first generation's activation until the app stops):
 //   running: starting (API) → initializing (first generation) → serving ⇄ reloading
 //   shutting_down | restarting: retire every generation, then close the listeners → stopped
 // Each configuration generation is a child actor runtime:<n> (machines/runtime.machine.ts) that
@@ -9,6 +11,7 @@
 // actors/app.actor.ts provides; this file has no I/O.
 
 import { and, assign, enqueueActions, fromPromise, setup } from "xstate";
+import { configFollowMachine, type FollowInput } from "./config-follow.machine.js";
 import { configMachine } from "./config.machine.js";
 import { validationMachine, VALIDATION_MAX_WAITING } from "./validation.machine.js";
 import { runtimeMachine, type RuntimeHost, type RuntimeReport } from "./runtime.machine.js";
@@ -49,6 +52,8 @@ export interface AppContext {
   live: number[];
   /** The running version and the last upgrade's recorded outcome, for the `upgrade` actor. */
   upgradeInput: UpgradeInput;
+  /** A replica (--config-from): what its follower starts from; null otherwise. */
+  followInput: FollowInput | null;
 }
 
 export interface UpgradeInput {
@@ -60,6 +65,7 @@ export interface AppInput {
   clock: () => number;
   describe: (error: unknown) => string;
   upgradeInput?: UpgradeInput;
+  followInput?: FollowInput | null;
 }
 
 /** A configuration that was never written because it did not validate (a replica's pull from its primary). */
@@ -87,7 +93,7 @@ export interface AppOutput {
 const notProvided = (): Promise<never> => Promise.reject(new Error("not provided"));
 
 const stopping = (restart: boolean) => ({
-  entry: "retireAll" as const,
+  entry: ["stopFollower", "retireAll"] as const,
   initial: "draining" as const,
   states: {
     draining: { always: { guard: "noRuntimes" as const, target: "closing" as const } },
@@ -118,6 +124,8 @@ export const appMachine = setup({
     validation: validationMachine,
     // The self-upgrade task; its `apply` actor and restart request are provided by actors/app.actor.ts.
     upgrade: upgradeMachine,
+    // A replica's follower; its `fetch`, `apply` and `reload` actors are provided by actors/app.actor.ts.
+    follow: configFollowMachine,
     startApi: fromPromise<void>(notProvided),
     prepare: fromPromise<Prepared, PrepareInput>(notProvided),
     stopServices: fromPromise<void, { restart: boolean }>(notProvided),
@@ -156,6 +164,11 @@ export const appMachine = setup({
       enqueue.assign({ current: next.generation, building: null, reload: { ...context.reload, running_version: next.version } });
     }),
     dropBuilding: assign({ building: null }),
+    /** A replica starts following its primary once it serves (the pull before start already ran). */
+    startFollower: enqueueActions(({ enqueue, context }) => {
+      if (context.followInput) enqueue.spawnChild("follow", { id: "config-follow", systemId: "config-follow", input: context.followInput });
+    }),
+    stopFollower: enqueueActions(({ enqueue }) => enqueue.stopChild("config-follow")),
     retireAll: enqueueActions(({ enqueue, context }) => {
       for (const g of context.live) enqueue.sendTo(`runtime:${g}`, { type: "RUNTIME.RETIRE" });
     }),
@@ -190,6 +203,7 @@ export const appMachine = setup({
   context: ({ input }) => ({
     ...input,
     upgradeInput: input.upgradeInput ?? { version: "0.0.0", restored: null },
+    followInput: input.followInput ?? null,
     shutdownRequested: false,
     restartRequested: false,
     error: null,
@@ -228,7 +242,7 @@ export const appMachine = setup({
             onError: { target: "#app.shutting_down", actions: ["recordError", "reportStartupFailure"] },
           },
           on: {
-            "RUNTIME.READY": { guard: "isBuilding", target: "serving", actions: ["swapGeneration", "activate"] },
+            "RUNTIME.READY": { guard: "isBuilding", target: "serving", actions: ["swapGeneration", "activate", "startFollower"] },
             "RUNTIME.FAILED": { guard: "isBuilding", target: "#app.shutting_down", actions: ["dropBuilding", "recordError", "reportStartupFailure"] },
           },
         },

@@ -1,9 +1,12 @@
 // A replica following its primary's configuration (`sluice start --config-from URL`): every
 // interval it reads the primary's GET /api/config; a version it has not handled yet is applied
-// (validated, saved through the config actor, reloaded through the app actor) or refused when it
-// does not validate, and then not tried again until the primary's version changes. An unreachable
-// primary or a busy save/reload is retried at the next poll. The replica keeps serving the last
-// good configuration throughout. Work is done by the `fetch` and `apply` actors the App provides.
+// (validated and saved through the config actor, then reloaded through the app actor) or refused
+// when it does not validate, and then not tried again until the primary's version changes. An
+// unreachable primary or a busy save is retried at the next poll. After a save the follower waits
+// in `reloading` for the reload it asked for to end (a reload already running ends first), so the
+// next poll never overlaps it. The replica keeps serving the last good configuration throughout.
+// It is the app actor's child `config-follow`; actors/app.actor.ts provides `fetch`, `apply`
+// (the save) and `reload`.
 
 import { assign, fromPromise, setup } from "xstate";
 
@@ -13,7 +16,7 @@ export interface Fetched {
   content: string;
 }
 
-/** What applying one version came to: saved and reloaded, refused (invalid), or not now (busy). */
+/** What applying one version came to: saved (a reload follows), refused (invalid), or not now (busy). */
 export type ApplyResult = { outcome: "applied" } | { outcome: "refused"; error: string } | { outcome: "busy"; error: string };
 
 export interface FollowContext {
@@ -54,6 +57,8 @@ export const configFollowMachine = setup({
   actors: {
     fetch: fromPromise<Fetched>(() => Promise.reject(new Error("not provided"))),
     apply: fromPromise<ApplyResult, Fetched>(() => Promise.reject(new Error("not provided"))),
+    /** Asks the app for a reload once none is pending or running, and ends when that reload ends. */
+    reload: fromPromise<void>(() => Promise.reject(new Error("not provided"))),
   },
   delays: {
     pollInterval: ({ context }) => context.interval_ms,
@@ -74,6 +79,7 @@ export const configFollowMachine = setup({
     recordRefused: assign({ last_error: ({ event }) => (output<ApplyResult>(event) as { error: string }).error }),
     recordBusy: assign({ last_error: ({ event }) => (output<ApplyResult>(event) as { error: string }).error }),
     recordFailure: assign({ last_error: ({ event }) => `applying the primary's configuration failed: ${errorText((event as { error?: unknown }).error)}` }),
+    recordReloadFailure: assign({ last_error: ({ event }) => `the reload of the primary's configuration could not be asked for: ${errorText((event as { error?: unknown }).error)}` }),
     /** Marks the version being applied as handled (before its outcome: a refused one is not retried). */
     handling: assign({ version: ({ event }) => output<Fetched>(event).version }),
     setApplied: assign({ applied_version: ({ context }) => context.version, last_applied_ms: ({ context }) => context.clock(), last_error: null }),
@@ -118,7 +124,7 @@ export const configFollowMachine = setup({
         // The configuration text travels as input only, never into context.
         input: ({ event }) => output<Fetched>(event),
         onDone: [
-          { guard: "wasApplied", target: "waiting", actions: "setApplied" },
+          { guard: "wasApplied", target: "reloading", actions: "setApplied" },
           {
             guard: "wasRefused",
             target: "waiting",
@@ -132,6 +138,10 @@ export const configFollowMachine = setup({
         ],
         onError: { target: "waiting", actions: ["recordFailure", "forget"] },
       },
+    },
+    // The saved version is on disk; the reload status (not this actor) says how its reload went.
+    reloading: {
+      invoke: { id: "reload", src: "reload", onDone: "waiting", onError: { target: "waiting", actions: "recordReloadFailure" } },
     },
   },
 });

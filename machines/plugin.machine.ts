@@ -4,9 +4,12 @@
 // matcher mode, cron jobs, ...) as its child. A concern with start-up work (a cache's dump load,
 // the recorder's writer, a download's missing files) declares `startup`: the plugin is ready only
 // once the concern reports CONCERN.STARTED (or is torn down when it reports CONCERN.START_FAILED).
+// The quick-setup instances the create made (`exec: forward 1.1.1.1`) are its children too, one
+// small actor each (machines/quick.machine.ts), until the destroy that takes them down has returned.
 // Its parent, the runtime actor, decides when each plugin is created and destroyed.
 
 import { assign, enqueueActions, fromPromise, sendParent, setup, type AnyActorLogic, type AnyActorRef } from "xstate";
+import { quickMachine, quickSystemId, type QuickSetup } from "./quick.machine.js";
 
 /** What the plugin machine needs from the runtime that holds the instances (registry/runtime.ts). */
 export interface PluginHost {
@@ -18,6 +21,13 @@ export interface CreatedPlugin {
   type: string;
   kind: string;
   concern: { id: string; logic: AnyActorLogic; input?: unknown; startup?: boolean } | null;
+  /**
+   * The quick-setup instances its create made, each shown by an actor. They run no concern: nothing
+   * can address one (routes, cluster replays and other plugins' control reach declared tags only),
+   * a quick-setup matcher is not wrapped by a mode cell, and quick-setup args declare no start-up or
+   * persistence work (a quick-setup cache takes only short_circuit: no dump_file, no redis).
+   */
+  quick: QuickSetup[];
 }
 
 export interface PluginContext {
@@ -28,6 +38,8 @@ export interface PluginContext {
   kind: string | null;
   /** systemId of the concern actor while ready. */
   concern: string | null;
+  /** Internal tags of the quick-setup instances it made (each one's actor is `quick:<tag>`). */
+  quick: string[];
   error: string | null;
   /** What the concern's start-up failed with, reported as it is (a located configuration error) once the instance is destroyed. */
   startFailure: unknown;
@@ -57,6 +69,7 @@ export const pluginMachine = setup({
   actors: {
     create: fromPromise<CreatedPlugin, { tag: string; host: PluginHost }>(({ input }) => input.host.createPlugin(input.tag)),
     destroy: fromPromise<void, { tag: string; host: PluginHost }>(({ input }) => input.host.destroyPlugin(input.tag)),
+    quick: quickMachine,
   },
   guards: {
     concernStartsUp: ({ event }) => (event as unknown as { output: CreatedPlugin }).output.concern?.startup === true,
@@ -64,7 +77,19 @@ export const pluginMachine = setup({
   actions: {
     recordCreated: assign(({ event, context }) => {
       const out = (event as unknown as { output: CreatedPlugin }).output;
-      return { type: out.type, kind: out.kind, concern: out.concern ? concernSystemId(context.systemId, out.concern.id) : null };
+      return { type: out.type, kind: out.kind, concern: out.concern ? concernSystemId(context.systemId, out.concern.id) : null, quick: out.quick.map((q) => q.tag) };
+    }),
+    startQuick: enqueueActions(({ enqueue, event, context }) => {
+      for (const q of (event as unknown as { output: CreatedPlugin }).output.quick) {
+        enqueue.spawnChild("quick", { id: `quick:${q.tag}`, systemId: quickSystemId(context.systemId, q.tag), input: q });
+      }
+    }),
+    /** The instance's destroy is taking its quick-setup instances down too. */
+    destroyingQuick: enqueueActions(({ enqueue, context }) => {
+      for (const tag of context.quick) enqueue.sendTo(`quick:${tag}`, { type: "QUICK.DESTROY" });
+    }),
+    stopQuick: enqueueActions(({ enqueue, context }) => {
+      for (const tag of context.quick) enqueue.stopChild(`quick:${tag}`);
     }),
     // The concern's logic comes from the plugin definition (not one of this machine's named actors), so
     // it is found by systemId, `<this actor's systemId>/<concern id>`, rather than by child id.
@@ -85,15 +110,15 @@ export const pluginMachine = setup({
 }).createMachine({
   id: "plugin",
   initial: "creating",
-  context: ({ input }) => ({ ...input, type: null, kind: null, concern: null, error: null, startFailure: null }),
+  context: ({ input }) => ({ ...input, type: null, kind: null, concern: null, quick: [], error: null, startFailure: null }),
   states: {
     creating: {
       invoke: {
         src: "create",
         input: ({ context }) => ({ tag: context.tag, host: context.host }),
         onDone: [
-          { guard: "concernStartsUp", target: "starting", actions: ["recordCreated", "startConcern"] },
-          { target: "ready", actions: ["recordCreated", "startConcern", "reportReady"] },
+          { guard: "concernStartsUp", target: "starting", actions: ["recordCreated", "startQuick", "startConcern"] },
+          { target: "ready", actions: ["recordCreated", "startQuick", "startConcern", "reportReady"] },
         ],
         onError: { target: "failed", actions: ["recordError", "reportFailed"] },
       },
@@ -108,7 +133,8 @@ export const pluginMachine = setup({
     },
     // A start-up that failed: the instance was made, so it is destroyed before the failure is reported.
     unmaking: {
-      exit: "stopConcern",
+      entry: "destroyingQuick",
+      exit: ["stopConcern", "stopQuick"],
       invoke: {
         src: "destroy",
         input: ({ context }) => ({ tag: context.tag, host: context.host }),
@@ -119,7 +145,8 @@ export const pluginMachine = setup({
     ready: { on: { "PLUGIN.DESTROY": "destroying" } },
     // The concern outlives the instance's destroy, which may ask it to wind down (a cron plugin cancels its runs).
     destroying: {
-      exit: "stopConcern",
+      entry: "destroyingQuick",
+      exit: ["stopConcern", "stopQuick"],
       // destroyPlugin logs its own errors and never rejects.
       invoke: { src: "destroy", input: ({ context }) => ({ tag: context.tag, host: context.host }), onDone: "destroyed", onError: "destroyed" },
     },

@@ -26,7 +26,7 @@ export const reloadSchema = {
       description: "Only on a replica started with --config-from: the primary it follows and what the last poll found",
       properties: {
         source: str,
-        state: { type: "string", enum: ["waiting", "polling", "applying"] },
+        state: { type: "string", enum: ["waiting", "polling", "applying", "reloading"] },
         interval_ms: int,
         version: nullableStr,
         applied_version: nullableStr,

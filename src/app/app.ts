@@ -3,7 +3,7 @@
 // are what the app machine invokes; API handlers talk to the actors, never to these directly.
 
 import type { Writable } from "node:stream";
-import { waitFor } from "xstate";
+import { waitFor, type AnyActorRef } from "xstate";
 import { concernActor, controlResolver, createAppActor, runtimeOf, validateConfig, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
 import { ask, sendIfAccepted } from "../../actors/ask.js";
 import { refusalError } from "../api/guards.js";
@@ -16,7 +16,8 @@ import type { ApiServer } from "../api/server.js";
 import { Bus } from "../bus.js";
 import { ClusterLink, type ApplyOutcome, type SharedChange } from "../cluster/cluster.js";
 import { sourceName } from "../cluster/config-source.js";
-import { followRecord, startFollower, type FollowActor, type Following } from "../cluster/follow.js";
+import { fetchPrimary, followInput, followRecord, savePulled, type Following } from "../cluster/follow.js";
+import type { ApplyResult, Fetched } from "../../machines/config-follow.machine.js";
 import { RedisHub, type RedisStatus } from "../cluster/redis.js";
 import { sseHeartbeatMs } from "../config/heartbeat.js";
 import { instanceName, type ClusterConfig } from "../config/cluster.js";
@@ -98,8 +99,6 @@ export class App implements ApiHost {
   private startupError: unknown = null;
   /** Membership of the configuration's `cluster`, if it has one. */
   private cluster: ClusterLink | null = null;
-  /** A replica's follower of its primary's configuration. */
-  private follower: FollowActor | null = null;
 
   private constructor(
     readonly options: AppOptions,
@@ -112,7 +111,7 @@ export class App implements ApiHost {
     const metrics = new MetricsHub();
     this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
-    this.actor = createAppActor(this, this.bus, { clock: Date.now, describe, upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null } });
+    this.actor = createAppActor(this, this.bus, { clock: Date.now, describe, upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null }, followInput: options.follow ? followInput(options.follow) : null });
     this.logStateChanges();
     this.done = new Promise((resolve) => {
       this.actor.subscribe({ complete: () => resolve(this.actor.getSnapshot().output as AppOutput) });
@@ -128,12 +127,12 @@ export class App implements ApiHost {
     const snap = await waitFor(app.actor, (s) => s.matches({ running: "serving" }) || s.status === "done", { timeout: Infinity });
     // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
     if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
-    if (options.follow && snap.status === "active") app.follow(options.follow);
+    if (options.follow && snap.status === "active") app.reportPull(options.follow);
     return app;
   }
 
-  /** A replica: report how the pull before start went, then poll the primary. */
-  private follow(following: Following): void {
+  /** A replica: report how the pull before start went (the app actor started the follower when it began serving). */
+  private reportPull(following: Following): void {
     const { initial, source } = following;
     const name = sourceName(source);
     if (initial.applied) this.log.info({ target: "config", source: name, version: initial.version }, "configuration pulled from the primary");
@@ -141,7 +140,6 @@ export class App implements ApiHost {
       this.log.warn({ target: "config", source: name, version: initial.version, err: initial.error }, "configuration from the primary refused; the last good configuration keeps serving");
       sendIfAcceptedQuietly(this.actor, { type: "RELOAD.REFUSED", error: initial.error ?? "refused", version: initial.version });
     } else this.log.warn({ target: "config", source: name, err: initial.error }, "the primary could not be read; serving the local configuration and polling");
-    this.follower = startFollower(this, following);
   }
 
   /** Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed. */
@@ -255,7 +253,8 @@ export class App implements ApiHost {
   }
 
   followStatus(): Record<string, unknown> | null {
-    return this.follower ? followRecord(this.follower) : null;
+    const follower = this.actor.system.get("config-follow") as AnyActorRef | undefined;
+    return follower ? followRecord(follower) : null;
   }
 
   // ---- the cluster (src/cluster/cluster.ts) --------------------------------------------------
@@ -373,9 +372,22 @@ export class App implements ApiHost {
     });
   }
 
+  /** A replica's poll of its primary (the follower actor's `fetch`). */
+  fetchPrimary(signal: AbortSignal): Promise<Fetched> {
+    const source = this.options.follow?.source;
+    if (!source) return Promise.reject(new Error("this process follows no primary"));
+    return fetchPrimary(source, this.config, signal);
+  }
+
+  /** A replica's save of a version pulled from its primary (the follower actor's `apply`). */
+  savePrimary(fetched: Fetched): Promise<ApplyResult> {
+    const source = this.options.follow?.source;
+    if (!source) return Promise.reject(new Error("this process follows no primary"));
+    return savePulled(this, source, fetched);
+  }
+
   async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
-    this.follower?.stop();
     await this.services.listeners.closeAll();
     await this.cluster?.close();
     this.cluster = null;

@@ -1,15 +1,16 @@
 // A replica's side of `--config-from`: the pull before start (so the first generation already runs
-// the primary's configuration), and the follower actor (machines/config-follow.machine.ts) bound to
-// the App's actors: a new version is saved through the config actor (validated, written
-// atomically, as PUT /api/config does) and reloaded through the app actor (as POST /api/reload
-// does). A configuration that does not validate is never written: the replica keeps the last good
-// one, logs why, and its reload status shows it. Pulled text is never parsed on the main thread
-// before a validation worker (src/config/validate-pool.ts) accepted it within its heap and time caps.
+// the primary's configuration), and the work of the follower actor `config-follow` (the app actor's
+// child, machines/config-follow.machine.ts): a new version is saved through the config actor
+// (validated, written atomically, as PUT /api/config does); the follower then asks the app actor
+// for the reload (actors/reload-wait.ts). A configuration that does not validate is never written:
+// the replica keeps the last good one, logs why, and its reload status shows it. Pulled text is
+// never parsed on the main thread before a validation worker (src/config/validate-pool.ts) accepted
+// it within its heap and time caps.
 import { readFile } from "node:fs/promises";
-import { createActor, fromPromise, type Actor } from "xstate";
-import { RefusedError, sendIfAccepted, ask } from "../../actors/ask.js";
-import type { AppActor, ConfigActor } from "../../actors/app.actor.js";
-import { configFollowMachine, type ApplyResult, type Fetched, type FollowContext } from "../../machines/config-follow.machine.js";
+import type { AnyActorRef } from "xstate";
+import { RefusedError, ask } from "../../actors/ask.js";
+import type { ConfigActor } from "../../actors/app.actor.js";
+import type { ApplyResult, Fetched, FollowContext, FollowInput } from "../../machines/config-follow.machine.js";
 import type { SaveResult } from "../../machines/config.machine.js";
 import { replaceFileAtomically } from "../config/atomic-file.js";
 import { configLimits, type ConfigLimits } from "../config/limits.js";
@@ -83,18 +84,18 @@ function refusal(source: ConfigSource, version: string, why: string): string {
   return `configuration ${short(version)} from ${sourceName(source)} refused; the last good configuration keeps serving: ${why}`;
 }
 
-export type FollowActor = Actor<typeof configFollowMachine>;
-
 export interface FollowHost {
-  /** The configuration in force: its api.http.limits.body_bytes caps each pull. */
-  readonly config: SluiceConfig;
-  readonly actor: AppActor;
   readonly configActor: ConfigActor;
   readonly log: Logger;
 }
 
-/** Saves and reloads one version through the same actors as PUT /api/config and POST /api/reload. */
-async function apply(host: FollowHost, source: ConfigSource, f: Fetched): Promise<ApplyResult> {
+/** One poll: the primary's configuration, capped by the body_bytes of the configuration in force. */
+export function fetchPrimary(source: ConfigSource, config: SluiceConfig, signal: AbortSignal): Promise<Fetched> {
+  return fetchConfig(source, configLimits(config.api?.limits).bodyBytes, signal);
+}
+
+/** Saves one version through the same actor as PUT /api/config (the follower asks for the reload). */
+export async function savePulled(host: FollowHost, source: ConfigSource, f: Fetched): Promise<ApplyResult> {
   let result: SaveResult;
   try {
     result = (await ask(host.configActor, { type: "SAVE", request: { content: f.content, baseVersion: null, validate: true } })) as SaveResult;
@@ -109,46 +110,19 @@ async function apply(host: FollowHost, source: ConfigSource, f: Fetched): Promis
     return { outcome: "refused", error };
   }
   host.log.info({ target: "config", source: sourceName(source), version: f.version }, "configuration from the primary saved; reloading");
-  // A reload already running finishes first (the save is on disk, so the next one reads it).
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      sendIfAccepted(host.actor, { type: "RELOAD.REQUEST" });
-      return { outcome: "applied" };
-    } catch (err) {
-      if (!(err instanceof RefusedError) || err.guard !== "reloadIdle" || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  return { outcome: "applied" };
 }
 
-/** Starts the follower for a replica that was started with --config-from. */
-export function startFollower(host: FollowHost, following: Following): FollowActor {
+/** What the follower actor of a replica started with --config-from starts from. */
+export function followInput(following: Following): FollowInput {
   const { source, initial } = following;
-  const machine = configFollowMachine.provide({
-    actors: {
-      fetch: fromPromise(({ signal }) => fetchConfig(source, configLimits(host.config.api?.limits).bodyBytes, signal)),
-      apply: fromPromise(({ input }: { input: Fetched }) => apply(host, source, input)),
-    },
-    actions: {
-      reportRefused: (_args, params: { error: string; version: string | null }) => {
-        const snap = host.actor.getSnapshot();
-        if (snap.status === "active" && snap.can({ type: "RELOAD.REFUSED", ...params })) host.actor.send({ type: "RELOAD.REFUSED", ...params });
-      },
-    },
-  });
-  const actor = createActor(machine, {
-    systemId: "config-follow",
-    input: { source: sourceName(source), interval_ms: source.intervalMs, clock: Date.now, version: initial.version, applied: initial.applied, error: initial.error },
-  });
-  actor.start();
-  return actor;
+  return { source: sourceName(source), interval_ms: source.intervalMs, clock: Date.now, version: initial.version, applied: initial.applied, error: initial.error };
 }
 
 /** The follower as /api/reload/status shows it. */
-export function followRecord(actor: FollowActor): Record<string, unknown> {
-  const snap = actor.getSnapshot();
-  const c: FollowContext = snap.context;
+export function followRecord(actor: AnyActorRef): Record<string, unknown> {
+  const snap = actor.getSnapshot() as { value: unknown; context: FollowContext };
+  const c = snap.context;
   return {
     source: c.source,
     state: typeof snap.value === "string" ? snap.value : "unknown",

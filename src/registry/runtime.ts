@@ -37,6 +37,18 @@ export class PluginInitError extends Error {
   }
 }
 
+/** A quick-setup instance as its parent's plugin actor shows it (machines/quick.machine.ts). */
+export interface QuickSetup {
+  tag: string;
+  type: string;
+  kind: PluginKind;
+}
+
+/** Every quick-setup instance a plugin owns, its own ones' included, in creation order. */
+function quickSetups(live: LivePlugin): QuickSetup[] {
+  return live.children.flatMap((c) => [{ tag: c.tag, type: c.type, kind: c.kind }, ...quickSetups(c)]);
+}
+
 /** How a runtime reaches the control plane of its plugins (provided by the actor layer). */
 export type ControlResolver = (tag: string) => ControlHandle;
 
@@ -66,8 +78,8 @@ export class Runtime {
     return this.analysis.initOrder;
   }
 
-  /** Creates and initialises one plugin (its dependencies already are); returns its concern, if any. */
-  async createPlugin(tag: string): Promise<{ type: string; kind: PluginKind; concern: Concern | null }> {
+  /** Creates and initialises one plugin (its dependencies already are); returns its concern, if any, and its quick-setup instances. */
+  async createPlugin(tag: string): Promise<{ type: string; kind: PluginKind; concern: Concern | null; quick: QuickSetup[] }> {
     const rp = this.analysis.byTag.get(tag);
     if (!rp) throw new PluginInitError(tag, `plugin '${tag}' is not part of this configuration`);
     let live: LivePlugin;
@@ -85,7 +97,7 @@ export class Runtime {
       pluginError: (err, failed) => this.initError(rp, err, failed),
     };
     const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
-    return { type: rp.def.type, kind: rp.def.kind, concern };
+    return { type: rp.def.type, kind: rp.def.kind, concern, quick: quickSetups(live) };
   }
 
   /**

@@ -3,11 +3,14 @@
 // start, a configuration saved on the primary reaches the replica, one that does not validate is
 // refused (file untouched, old configuration serving, reload status and log say why), wrong
 // credentials and an unreachable primary leave the replica serving, and the credentials never appear.
+// The follower is the app actor's child `config-follow`: /api/actors lists it, and its stream shows
+// it waiting in `reloading` until the reload of a saved version has ended.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
 import { ask, rcodeOf } from "../helpers/dns.js";
+import { openSse, type SseFrame } from "../helpers/sse.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 
 const AUTH = { Authorization: `Basic ${Buffer.from("admin:s3cret-pw").toString("base64")}` };
@@ -45,7 +48,7 @@ async function save(content: string, validate = true): Promise<Response> {
   });
 }
 
-async function replica(name: string, local: string, extra: string[] = [], env: NodeJS.ProcessEnv = { SLUICE_CONFIG_FROM_AUTH: "admin:s3cret-pw" }): Promise<{ run: RunningCli; file: string; dns: () => number; api: (p: string) => Promise<Response> }> {
+async function replica(name: string, local: string, extra: string[] = [], env: NodeJS.ProcessEnv = { SLUICE_CONFIG_FROM_AUTH: "admin:s3cret-pw" }): Promise<{ run: RunningCli; file: string; dns: () => number; url: string; api: (p: string) => Promise<Response> }> {
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, local);
   const run = startCli(["-c", file, "--config-from", primary.apiUrl, "--config-poll", "1s", ...extra], { env });
@@ -60,7 +63,7 @@ async function replica(name: string, local: string, extra: string[] = [], env: N
   // The pull is validated in a worker before start (a fresh one loads every plugin module): room for a busy machine.
   await run.waitForLog((l) => (track(l), l.msg === "sluice started"), 30_000);
   run.logs.forEach(track);
-  return { run, file, dns: () => udp, api: (p) => fetch(`http://127.0.0.1:${api}${p}`, { headers: AUTH }) };
+  return { run, file, dns: () => udp, url: `http://127.0.0.1:${api}`, api: (p) => fetch(`http://127.0.0.1:${api}${p}`, { headers: AUTH }) };
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, ms = 8000): Promise<T> {
@@ -104,9 +107,25 @@ test("the primary's configuration replaces the replica's before start and follow
   await new Promise((res) => setTimeout(res, 2500));
   expect(r.run.logs.filter((l) => l.msg === "configuration from the primary refused; the last good configuration keeps serving")).toHaveLength(1);
 
-  // Fixed on the primary: followed again.
-  expect((await save(primaryYaml(5))).status).toBe(200);
-  await until("the fixed configuration on the replica", async () => rcodeOf(await ask(r.dns(), "x.test")) === 5);
+  // The follower among the app's actors.
+  const { actors } = (await (await r.api("/api/actors")).json()) as { actors: { id: string; parent: string | null; context: Record<string, unknown> }[] };
+  expect(actors.find((a) => a.id === "config-follow")).toMatchObject({ parent: "app", context: { source: primary.apiUrl, applied_version: primaryVersion } });
+
+  // Fixed on the primary: followed again. The follower waits until its reload has ended, so DNS
+  // answers with the fixed configuration as soon as it is waiting again.
+  const stream = await openSse(`${r.url}/api/actors/stream`, AUTH);
+  try {
+    const follower = (state: string) => (f: SseFrame): boolean => {
+      const a = f.event === "actor" ? (JSON.parse(f.data as string) as { id: string; state: unknown }) : null;
+      return a?.id === "config-follow" && a.state === state;
+    };
+    expect((await save(primaryYaml(5))).status).toBe(200);
+    await stream.until(follower("reloading"), 8000);
+    await stream.until(follower("waiting"), 8000);
+    expect(rcodeOf(await ask(r.dns(), "x.test"))).toBe(5);
+  } finally {
+    await stream.close();
+  }
   expect(JSON.stringify(r.run.logs) + r.run.stderr()).not.toContain("s3cret-pw");
 });
 

@@ -1,7 +1,8 @@
 // Model-based test of a replica following its primary (machines/config-follow.machine.ts):
 // @xstate/graph generates a shortest path to every transition (each poll's outcome: the primary's
 // version unchanged, a new one, or the primary unreachable; each apply's outcome: applied, refused
-// because it does not validate, busy because a save was running), and each path that no other
+// because it does not validate, busy because a save was running; after an apply, the reload it asked
+// for ending), and each path that no other
 // continues is replayed against the real program: an in-process primary, a replica started with
 // --config-from as a child process, and a TCP relay between them that the test can take down (each
 // path its own; two paths at a time). Before each poll the test makes the world the next step says
@@ -9,8 +10,8 @@
 // slow save running on the replica); after each poll GET /api/reload/status must show what the
 // machine's context says (versions handled, applied and refused, an error or not), and DNS must
 // answer with the applied configuration. The machine takes no outside request, so there is no
-// refusal to check; `apply` failing outright (not busy, not refused) happens only while the process
-// stops, and is not generated.
+// refusal to check; `apply` failing outright (not busy, not refused) and `reload` failing (the app
+// refuses reloads only while it stops) happen only while the process stops, and are not generated.
 import net from "node:net";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -40,6 +41,8 @@ function eventsFor(s: Snap): ModelEvent[] {
       ];
     case "applying":
       return (["applied", "refused", "busy"] as const).map((outcome) => ({ type: "xstate.done.actor.apply", output: { outcome, error: outcome } }));
+    case "reloading":
+      return [{ type: "xstate.done.actor.reload" }];
     default:
       return [];
   }
@@ -50,6 +53,7 @@ const kind = (e: ModelEvent | undefined): string => {
   if (e.type.startsWith("xstate.after")) return "poll";
   if (e.type === "xstate.error.actor.fetch") return "unreachable";
   if (e.type === "xstate.done.actor.fetch") return "fetched";
+  if (e.type === "xstate.done.actor.reload") return "reloaded";
   return e.output?.outcome ?? e.type;
 };
 
@@ -163,14 +167,16 @@ function replay(events: ModelEvent[]): { event: ModelEvent; snap: Snap }[] {
 }
 
 describe("replica follow model", () => {
-  // A path ending in polling or applying stops mid-cycle: it is finished with the simplest outcome, so what
-  // it leads to can be seen (the replica is only observed between polls).
-  const finish: Record<string, ModelEvent> = {
-    polling: { type: "xstate.done.actor.fetch", output: { fetched: "same" } },
-    applying: { type: "xstate.done.actor.apply", output: { outcome: "applied" } },
+  // A path ending in polling, applying or reloading stops mid-cycle: it is finished with the simplest
+  // outcomes, so what it leads to can be seen (the replica is only observed between polls).
+  const reloaded: ModelEvent = { type: "xstate.done.actor.reload" };
+  const finish: Record<string, ModelEvent[]> = {
+    polling: [{ type: "xstate.done.actor.fetch", output: { fetched: "same" } }],
+    applying: [{ type: "xstate.done.actor.apply", output: { outcome: "applied" } }, reloaded],
+    reloading: [reloaded],
   };
   const cases = paths
-    .map((p) => [...p.steps.map((s) => s.event as ModelEvent), ...(finish[String(p.state.value)] ? [finish[String(p.state.value)]] : [])])
+    .map((p) => [...p.steps.map((s) => s.event as ModelEvent), ...(finish[String(p.state.value)] ?? [])])
     .map((events, i) => {
       const steps = replay(events);
       return { name: `#${i} ${steps.slice(1).map((s) => `${kind(s.event)}${s.event.output?.fetched ? `(${s.event.output.fetched})` : ""}→${String(s.snap.value)}`).join(" ")}`, steps };
@@ -181,7 +187,7 @@ describe("replica follow model", () => {
 
   test("the generator covers every state and every outcome", () => {
     const kinds = new Set(cases.flatMap((c) => c.steps.map((s) => `${kind(s.event)}${s.event.output?.fetched ?? ""}`)));
-    expect([...kinds].sort()).toEqual(["applied", "busy", "fetchednew", "fetchedsame", "poll", "refused", "start", "unreachable"]);
+    expect([...kinds].sort()).toEqual(["applied", "busy", "fetchednew", "fetchedsame", "poll", "refused", "reloaded", "start", "unreachable"]);
     // Each outcome is followed by further polls somewhere (every state the replica waits in is left again).
     for (const outcome of ["applied", "refused", "busy", "unreachable"]) {
       expect(cases.some((c) => c.steps.some((s, i) => kind(s.event) === outcome && c.steps[i + 1] !== undefined)), `a poll after ${outcome}`).toBe(true);
@@ -212,7 +218,9 @@ describe("replica follow model", () => {
         // One poll cycle: the poll, what it fetched, and the apply when there is one.
         const fetchStep = steps[i + 1];
         const applyStep = steps[i + 2]?.event.type === "xstate.done.actor.apply" ? steps[i + 2] : null;
-        const end = applyStep ?? fetchStep;
+        // An applied version is then reloaded: the cycle ends when that reload has.
+        const reloadStep = applyStep && steps[i + 3]?.event.type === "xstate.done.actor.reload" ? steps[i + 3] : null;
+        const end = reloadStep ?? applyStep ?? fetchStep;
         const before = steps[i].snap.context;
         let busy: Promise<void> | null = null;
         let stopBusy = false;
@@ -279,6 +287,8 @@ describe("replica follow model", () => {
           error: c.last_error !== null,
         });
         if (outcome === "refused") expect((await status()).status).toBe("failed");
+        // The follower waits again only once the reload it asked for has ended.
+        if (reloadStep) expect((await status()).status).toBe("ok");
         if (outcome === "busy") expect(s.last_error).toMatch(/save was running|config_validation_busy/);
         if (fetchKind === "unreachable") expect(s.last_error).toMatch(/could not be read/);
         // DNS answers with the configuration applied last (a reload follows an apply).

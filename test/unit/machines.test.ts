@@ -10,14 +10,15 @@ import { runtimeMachine, type RuntimeHost } from "../../machines/runtime.machine
 import { providerMachine } from "../../machines/provider.machine.js";
 
 /** A runtime whose plugins are made and destroyed instantly, recording the order. */
-function fakeRuntime(order: string[], log: string[], opts: { failOn?: string; concern?: boolean } = {}): RuntimeHost {
+function fakeRuntime(order: string[], log: string[], opts: { failOn?: string; concern?: boolean; quick?: boolean } = {}): RuntimeHost {
   return {
     order,
     createPlugin: (tag): Promise<CreatedPlugin> => {
       log.push(`create ${tag}`);
       if (tag === opts.failOn) return Promise.reject(new Error(`${tag} broke`));
       const concern = opts.concern ? { id: `provider:${tag}`, logic: providerMachine, input: { tag, rules: 1 } } : null;
-      return Promise.resolve({ type: "t", kind: "provider", concern });
+      const quick = opts.quick ? [{ tag: `qs.exec.${tag}.0.forward`, type: "forward", kind: "executor" }] : [];
+      return Promise.resolve({ type: "t", kind: "provider", concern, quick });
     },
     destroyPlugin: (tag) => {
       log.push(`destroy ${tag}`);
@@ -78,6 +79,25 @@ test("plugin: a concern actor runs beside a ready plugin and stops when the plug
   await waitFor(rt, (s) => s.status === "done");
   expect((concern?.getSnapshot() as AnyMachineSnapshot | undefined)?.status).toBe("stopped");
   expect(rt.system.get("runtime:7/plugin:p/provider:p")).toBeUndefined();
+});
+
+test("plugin: each quick-setup instance its create made is a child actor, destroying during the plugin's destroy and stopped after it", async () => {
+  const log: string[] = [];
+  const host = fakeRuntime(["p"], log, { quick: true });
+  let finishDestroy: (() => void) | null = null;
+  const held: RuntimeHost = { ...host, destroyPlugin: (tag) => host.destroyPlugin(tag).then(() => new Promise<void>((r) => (finishDestroy = r))) };
+  const rt = createActor(runtimeMachine, { input: { generation: 4, version: "v", host: held }, parent: createActor(appMachine, { input }) }).start();
+  await waitFor(rt, (s) => s.matches("active"));
+  const id = "runtime:4/plugin:p/quick:qs.exec.p.0.forward";
+  const quick = rt.system.get(id) as AnyActorRef;
+  expect(quick.getSnapshot()).toMatchObject({ value: "ready", context: { tag: "qs.exec.p.0.forward", type: "forward", kind: "executor" } });
+  rt.send({ type: "RUNTIME.RETIRE" });
+  await waitFor(rt, () => log.includes("destroy p"));
+  expect((quick.getSnapshot() as AnyMachineSnapshot).value).toBe("destroying");
+  (finishDestroy as unknown as () => void)();
+  await waitFor(rt, (s) => s.status === "done");
+  expect((quick.getSnapshot() as AnyMachineSnapshot).status).toBe("stopped");
+  expect(rt.system.get(id)).toBeUndefined();
 });
 
 test("app: starts, serves, reloads on request, and carries out a shutdown asked during a reload once it is done", async () => {
