@@ -10,7 +10,7 @@ import { buildQuery, udpBurst, udpExchange } from "../helpers/dns.js";
 import { openSse } from "../helpers/sse.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import type { QueryRecorder } from "../../src/plugins/executors/query-recorder/index.js";
-import { allRecords, apiJson, committed, crashWriter, metric, until } from "./recorder-helpers.js";
+import { allRecords, apiJson, committed, crashWriter, metric, until, writerUp } from "./recorder-helpers.js";
 
 const running: RunningSluice[] = [];
 afterEach(async () => {
@@ -138,7 +138,7 @@ test("a writer that crashes is replaced; records captured meanwhile are kept or 
   const refused = await apiJson<{ code: string }>(s, "/api/plugins/rec/records", { method: "DELETE" }, 503);
   expect(refused.code).toBe("query_recorder_unavailable");
   await sendN(s, 5, "d");
-  await until("writer back", () => recorder(s).writerRunning, 10_000);
+  await writerUp(s, "rec");
   await committed(s, "rec", 10);
   const actors = await apiJson<{ actors: { id: string; context: { restarts: number } }[] }>(s, "/api/actors");
   expect(actors.actors.find((a) => a.id.endsWith("/recorder:rec"))?.context.restarts).toBe(1);
