@@ -10,7 +10,7 @@
 import Database from "better-sqlite3";
 import { join } from "node:path";
 import { getShortestPaths } from "@xstate/graph";
-import { fromCallback, fromPromise, getNextSnapshot, type SnapshotFrom } from "xstate";
+import { createActor, fromCallback, fromPromise, getNextSnapshot, SimulatedClock, type SnapshotFrom } from "xstate";
 import { afterAll, describe, expect, test } from "vitest";
 import { refusingGuard } from "../../actors/ask.js";
 import { recorderMachine, type RecorderEvent } from "../../machines/recorder.machine.js";
@@ -220,6 +220,42 @@ plugins:
       running.splice(running.indexOf(s), 1);
     }
   }, 40_000);
+
+  test("the flush ticks are delayed transitions: one flush per interval, whatever the writer does, and no state change", () => {
+    const clock = new SimulatedClock();
+    let flushes = 0;
+    const actor = createActor(model.provide({ actions: { flush: () => void flushes++ } }), {
+      input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers: { waiting: 0, limit: 32 } },
+      clock,
+    }).start();
+    clock.increment(199);
+    expect(flushes).toBe(0);
+    clock.increment(1);
+    expect(flushes).toBe(1);
+    actor.send({ type: "WRITER.READY" });
+    // The simulated clock fires what is due once per step: one interval at a time.
+    clock.increment(200);
+    clock.increment(200);
+    expect(flushes).toBe(3);
+    actor.send({ type: "WRITER.EXITED", error: "crash" });
+    clock.increment(200);
+    expect(flushes).toBe(4);
+    expect(actor.getSnapshot().value).toMatchObject({ writer: "restarting", flush: "ticking" });
+    actor.stop();
+  });
+
+  test("a read is admitted while fewer than the limit wait for a reader thread; past it the guard's 503", () => {
+    const readers = { waiting: 31, limit: 32 };
+    const actor = createActor(model, { input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers } }).start();
+    const read = { type: "RECORDS.READ", requestId: "x" } as const;
+    expect(actor.getSnapshot().can(read)).toBe(true);
+    readers.waiting = 32;
+    expect(actor.getSnapshot().can(read)).toBe(false);
+    const guard = refusingGuard(actor.getSnapshot(), read);
+    expect(guard).toBe("recorderReadersFree");
+    expect(ERROR_STATUS[GUARD_REFUSALS[guard ?? ""].code]).toBe(503);
+    actor.stop();
+  });
 
   test("every refusal was checked against the API", () => {
     expect([...refusalsChecked].sort()).toEqual(["restarting/waiting 503 query_recorder_unavailable", "running.up/clearing 409 query_recorder_busy"]);
