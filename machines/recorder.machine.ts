@@ -1,18 +1,39 @@
-// A query recorder's writer and the operations on its database (recorder:<tag>). While `running`
-// the recorder's writer thread is invoked: `opening` until its database is open, then a cleanup
-// (retention, the max_records cap) at once and every cleanup interval, and DELETE records when
-// asked (`clearing`: the queue is flushed, then the current generation is emptied). A writer that
-// ends unasked (a crash) takes the machine to `restarting`, which starts a new one after a delay
-// that doubles up to 30 s; records captured meanwhile wait in the bounded queue or are dropped.
+// A query recorder's writer and the operations on its database (recorder:<tag>). Three regions:
 //
-// Refusals: a clear while one runs (guard noClearRunning → 409 query_recorder_busy); a clear with
-// no writer (opening, restarting: guard writerUp → 503 query_recorder_unavailable). A clear during
-// a cleanup is taken: the writer runs them in order.
+// - writer: the writer thread is invoked while `running`. The first one is the plugin's start-up
+//   (`running.starting`: the plugin, and the runtime's next plugin, is ready only once its database
+//   is open; a database that cannot be opened fails the plugin and the start or reload). A writer
+//   that ends unasked (a crash) takes the region to `restarting`, which starts a new one
+//   (`running.opening`) after a delay that doubles up to 30 s; records captured meanwhile wait in
+//   the bounded queue or are dropped. The writer closes when the actor stops (the plugin goes).
+// - work: with a writer up, a cleanup (retention, the max_records cap) at once and every cleanup
+//   interval, and DELETE records when asked (`clearing`: the queue is flushed, then the current
+//   generation is emptied). A clear during a cleanup is taken: the writer runs them in order.
+// - flush: every flush interval the batch being filled is handed to the writer. Only the ticks are
+//   the machine's: a query appends to the batch (and hands a full one over) without the actor.
+//
+// Refusals: a clear while one runs (recorderNoClearRunning → 409 query_recorder_busy); a clear with
+// no writer up (recorderWriterUp → 503 query_recorder_unavailable); a read of the API while the
+// reader threads' queue is full (RECORDS.READ, recorderReadersFree → 503 query_recorder_unavailable).
 
-import { and, assign, emit, fromCallback, fromPromise, setup } from "xstate";
+import { and, assign, emit, fromCallback, fromPromise, sendParent, setup } from "xstate";
 import { doneAnswer, failedAnswer, type Answer, type Asked } from "./concern.js";
+import type { ConcernStartup } from "./plugin.machine.js";
 
-export type RecorderEvent = ({ type: "RECORDS.CLEAR" } & Asked) | { type: "WRITER.READY" } | { type: "WRITER.EXITED"; error: string | null };
+export type RecorderEvent =
+  | ({ type: "RECORDS.CLEAR" } & Asked)
+  /** Admission of one API read (the read itself runs on a reader thread, outside the actor). */
+  | ({ type: "RECORDS.READ" } & Asked)
+  | { type: "WRITER.READY" }
+  | { type: "WRITER.EXITED"; error: string | null };
+
+/** The reader threads' queue as the pool keeps it: a plain cell the admission guard reads. */
+export interface ReaderLoad {
+  /** Reads waiting for a reader thread. */
+  waiting: number;
+  /** Past this many waiting, a read is refused. */
+  limit: number;
+}
 
 export interface RecorderContext {
   tag: string;
@@ -27,11 +48,15 @@ export interface RecorderContext {
   last_cleanup_deleted: number | null;
   last_cleanup_error: string | null;
   cleanupIntervalMs: number;
+  flushIntervalMs: number;
+  readers: ReaderLoad;
 }
 
 export interface RecorderInput {
   tag: string;
   cleanupIntervalMs: number;
+  flushIntervalMs: number;
+  readers: ReaderLoad;
 }
 
 const MAX_RESTART_DELAY_MS = 30_000;
@@ -45,24 +70,32 @@ export const recorderMachine = setup({
     input: {} as RecorderInput,
   },
   actors: {
-    /** Runs (or adopts) the writer thread: sends WRITER.READY once it is up and WRITER.EXITED when it ends; closes it when stopped. */
+    /** Starts a writer thread: sends WRITER.READY once its database is open, WRITER.EXITED when it ends or cannot start; closes it when stopped. */
     writer: fromCallback<RecorderEvent, { tag: string }>(() => () => undefined),
     clear: fromPromise<number>(() => Promise.reject(new Error("not provided"))),
     cleanup: fromPromise<number>(() => Promise.reject(new Error("not provided"))),
   },
   guards: {
-    writerUp: ({ context }) => context.writer === "up",
-    noClearRunning: ({ context }) => context.requestId === null,
+    recorderWriterUp: ({ context }) => context.writer === "up",
+    recorderNoClearRunning: ({ context }) => context.requestId === null,
+    recorderReadersFree: ({ context }) => context.readers.waiting < context.readers.limit,
   },
   delays: {
     cleanupInterval: ({ context }) => context.cleanupIntervalMs,
+    flushInterval: ({ context }) => context.flushIntervalMs,
     restartDelay: ({ context }) => Math.min(MAX_RESTART_DELAY_MS, 1000 * 2 ** Math.max(0, context.failing - 1)),
   },
   actions: {
+    /** Hands the batch being filled to the writer (held while there is none). */
+    flush: () => undefined,
+    // machines/concern.ts's reportStarted / reportStartFailed, typed for this machine's events.
+    reportStarted: sendParent((): ConcernStartup => ({ type: "CONCERN.STARTED" })),
+    reportStartFailed: sendParent(({ event }): ConcernStartup => ({ type: "CONCERN.START_FAILED", error: (event as { error?: unknown }).error })),
     start: assign({ requestId: ({ event }) => (event as { requestId?: string }).requestId ?? null }),
-    writerUp: assign({ writer: "up", failing: 0 }),
-    writerDown: assign(({ context, event }) => ({ writer: "down" as const, failing: context.failing + 1, last_exit: (event as { error?: string | null }).error ?? "exited" })),
-    writerStarting: assign(({ context }) => ({ writer: "starting" as const, restarts: context.writer === "down" ? context.restarts + 1 : context.restarts })),
+    markWriterUp: assign({ writer: "up", failing: 0 }),
+    markWriterDown: assign(({ context, event }) => ({ writer: "down" as const, failing: context.failing + 1, last_exit: (event as { error?: string | null }).error ?? "exited" })),
+    markWriterStarting: assign(({ context }) => ({ writer: "starting" as const, restarts: context.writer === "down" ? context.restarts + 1 : context.restarts })),
+    answerAdmitted: emit(({ event }) => doneAnswer((event as Partial<Asked>).requestId ?? null, { output: null })),
     answerDone: emit(({ context, event }) => doneAnswer(context.requestId, event)),
     answerFailed: emit(({ context, event }) => failedAnswer(context.requestId, event)),
     // A clear cut short by the writer's end still gets its answer.
@@ -73,7 +106,7 @@ export const recorderMachine = setup({
   },
 }).createMachine({
   id: "recorder",
-  initial: "running",
+  type: "parallel",
   context: ({ input }) => ({
     tag: input.tag,
     requestId: null,
@@ -85,34 +118,59 @@ export const recorderMachine = setup({
     last_cleanup_deleted: null,
     last_cleanup_error: null,
     cleanupIntervalMs: input.cleanupIntervalMs,
+    flushIntervalMs: input.flushIntervalMs,
+    readers: input.readers,
   }),
+  // Reads do not need the writer (the readers open the database themselves).
+  on: { "RECORDS.READ": { guard: "recorderReadersFree", actions: "answerAdmitted" } },
   states: {
-    running: {
-      entry: "writerStarting",
-      invoke: { id: "writer", src: "writer", input: ({ context }) => ({ tag: context.tag }) },
-      initial: "opening",
+    writer: {
+      initial: "running",
+      states: {
+        running: {
+          entry: "markWriterStarting",
+          invoke: { id: "writer", src: "writer", input: ({ context }) => ({ tag: context.tag }) },
+          initial: "starting",
+          on: { "WRITER.EXITED": { target: "restarting", actions: "markWriterDown" } },
+          states: {
+            // The plugin's start-up: a first writer that cannot open its database fails the plugin (no retry).
+            starting: {
+              on: {
+                "WRITER.READY": { target: "up", actions: ["markWriterUp", "reportStarted"] },
+                "WRITER.EXITED": { target: "#recorder.writer.failed", actions: ["markWriterDown", "reportStartFailed"] },
+              },
+            },
+            opening: { on: { "WRITER.READY": { target: "up", actions: "markWriterUp" } } },
+            up: {},
+          },
+        },
+        restarting: { after: { restartDelay: "running.opening" } },
+        // The plugin actor destroys the instance and stops this actor.
+        failed: {},
+      },
+    },
+    work: {
+      initial: "waiting",
       on: {
-        "RECORDS.CLEAR": { guard: and(["writerUp", "noClearRunning"]), target: ".clearing", actions: "start" },
-        "WRITER.EXITED": [
-          { guard: "noClearRunning", target: "restarting", actions: "writerDown" },
-          { target: "restarting", actions: ["writerDown", "answerGone", "forgetRequest"] },
-        ],
+        "RECORDS.CLEAR": { guard: and(["recorderWriterUp", "recorderNoClearRunning"]), target: ".clearing", actions: "start" },
+        "WRITER.EXITED": ".waiting",
       },
       states: {
-        opening: { on: { "WRITER.READY": { target: "cleaning", actions: "writerUp" } } },
+        // For a writer: each one's database is cleaned up as soon as it is open.
+        waiting: { on: { "WRITER.READY": "cleaning" } },
         idle: { after: { cleanupInterval: "cleaning" } },
         cleaning: {
           invoke: { id: "cleanup", src: "cleanup", onDone: { target: "idle", actions: "recordCleanup" }, onError: { target: "idle", actions: "recordCleanupError" } },
         },
         clearing: {
           invoke: { id: "clear", src: "clear", onDone: { target: "idle", actions: ["answerDone", "forgetRequest"] }, onError: { target: "idle", actions: ["answerFailed", "forgetRequest"] } },
+          on: { "WRITER.EXITED": { target: "waiting", actions: ["answerGone", "forgetRequest"] } },
         },
       },
     },
-    restarting: {
-      after: { restartDelay: "running" },
-      // Never taken (there is no writer): names the guard that refuses a clear now.
-      on: { "RECORDS.CLEAR": { guard: "writerUp", target: "running" } },
+    flush: {
+      initial: "ticking",
+      states: { ticking: { after: { flushInterval: { target: "ticking", reenter: true, actions: "flush" } } } },
     },
   },
 });

@@ -39,8 +39,9 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   // download:<tag> (machines/download.machine.ts)
   downloadIdle: { code: "download_busy", message: "a download batch of this plugin is running; retry once it has finished" },
   // recorder:<tag> (machines/recorder.machine.ts)
-  noClearRunning: { code: "query_recorder_busy", message: "the records are already being deleted; retry once that has finished" },
-  writerUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
+  recorderNoClearRunning: { code: "query_recorder_busy", message: "the records are already being deleted; retry once that has finished" },
+  recorderWriterUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
+  recorderReadersFree: { code: "query_recorder_unavailable", message: "too many reads of this recorder are already waiting; retry later" },
 };
 
 /** An application actor that has stopped: the process is stopping. (Any other gone actor is a plugin's, replaced by a reload.) */

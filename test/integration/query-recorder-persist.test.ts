@@ -1,7 +1,7 @@
 // The recorder's database over time: DELETE empties it (after committing the queue), records survive
-// a restart and a reload, retention and max_records delete the oldest, a full queue drops and counts
-// while DNS answers everything, a crashed writer is replaced, two recorders cannot share a file, args
-// need a store, and a file of schema version 2 is upgraded with the instance column.
+// a restart and a reload (those not yet flushed too), retention and max_records delete the oldest, a
+// full queue drops and counts while DNS answers everything, a crashed writer is replaced, two
+// recorders cannot share a file, args need a store, and a file of schema version 2 is upgraded with the instance column.
 import Database from "better-sqlite3";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -10,7 +10,7 @@ import { buildQuery, udpBurst, udpExchange } from "../helpers/dns.js";
 import { openSse } from "../helpers/sse.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import type { QueryRecorder } from "../../src/plugins/executors/query-recorder/index.js";
-import { allRecords, apiJson, committed, crashWriter, metric, until } from "./recorder-helpers.js";
+import { allRecords, apiJson, committed, crashWriter, metric, until, writerUp } from "./recorder-helpers.js";
 
 const running: RunningSluice[] = [];
 afterEach(async () => {
@@ -100,6 +100,27 @@ test("records survive a restart of the process and a reload, and the stream's ta
   expect((await allRecords(second, "rec")).length).toBe(50);
 });
 
+test("records still in the batch (no flush tick yet) when the plugin goes are committed: by a reload, and by the process's stop", async () => {
+  const dir = tempDir("sluice-recorder-");
+  const path = join(dir, "batch.db");
+  // No flush tick and no full batch within the test: only the plugin's destroy hands these over.
+  const yaml = config({ flush_interval_ms: 60000, batch_size: 1000 }, path);
+  const first = await start(yaml);
+  await sendN(first, 7, "before-reload");
+  const res = await first.api("/api/reload", { method: "POST" });
+  expect(res.status).toBe(202);
+  await until("reload ok", async () => (await apiJson<{ status: string }>(first, "/api/reload/status")).status === "ok");
+  await sendN(first, 4, "before-stop");
+  await first.stop();
+  running.splice(running.indexOf(first), 1);
+  const db = new Database(path, { readonly: true });
+  try {
+    expect(db.prepare("SELECT count(*) FROM records_v2").pluck().get()).toBe(11);
+  } finally {
+    db.close();
+  }
+});
+
 test("max_records keeps the newest; retention deletes what is older; rollups follow", async () => {
   const s = await start(config({ max_records: 50, retention_days: 0.00004, cleanup_interval_hours: 0.0003 }));
   await sendN(s, 120, "m");
@@ -138,7 +159,7 @@ test("a writer that crashes is replaced; records captured meanwhile are kept or 
   const refused = await apiJson<{ code: string }>(s, "/api/plugins/rec/records", { method: "DELETE" }, 503);
   expect(refused.code).toBe("query_recorder_unavailable");
   await sendN(s, 5, "d");
-  await until("writer back", () => recorder(s).writerRunning, 10_000);
+  await writerUp(s, "rec");
   await committed(s, "rec", 10);
   const actors = await apiJson<{ actors: { id: string; context: { restarts: number } }[] }>(s, "/api/actors");
   expect(actors.actors.find((a) => a.id.endsWith("/recorder:rec"))?.context.restarts).toBe(1);

@@ -7,7 +7,8 @@
 // the routes (a delete too) answer 503, an instance started meanwhile starts and answers, and after
 // its restart the records waiting in the queues and new ones are written; max_records caps each
 // instance's own records and retention takes every instance's; a store of a newer schema version is
-// refused at start.
+// refused at start. Reads past the reader threads' queue (held by a table lock) are refused by the
+// recorder actor's guard.
 import Database from "better-sqlite3";
 import { join } from "node:path";
 import pg from "pg";
@@ -17,6 +18,9 @@ import { PostgresServer, requirePostgres } from "../helpers/postgres.js";
 import { RedisServer } from "../helpers/redis.js";
 import { isHeartbeat, openSse, type SseFrame } from "../helpers/sse.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
+import { GUARD_REFUSALS } from "../../src/api/guards.js";
+import { pgNames } from "../../src/plugins/executors/query-recorder/pg-schema.js";
+import { MAX_READERS, MAX_WAITING } from "../../src/plugins/executors/query-recorder/readers.js";
 import { allRecords, apiJson, until, type RecordJson } from "./recorder-helpers.js";
 
 const R = "/api/plugins/rec";
@@ -232,6 +236,30 @@ describe("PostgreSQL query store", () => {
       for (const s of streams) await s.close();
     }
   }, 40_000);
+
+  test("reads past the readers' queue are refused by the actor's guard (503), and those admitted are answered", async () => {
+    // The reads are held by a lock on the records table: two run (one per reader thread), the rest wait.
+    const locker = new pg.Client({ connectionString: server.url() });
+    await locker.connect();
+    const held: Promise<Response>[] = [];
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`LOCK TABLE ${pgNames("lab").records} IN ACCESS EXCLUSIVE MODE`);
+      for (let i = 0; i < MAX_READERS + MAX_WAITING; i++) held.push(a.api(`${R}/stats/rcode`));
+      // The actor reads the pool's queue (shown in its context) when it admits a read.
+      await until("a full queue", async () => {
+        const { actors } = await apiJson<{ actors: { id: string; context: { readers?: { waiting: number } } }[] }>(a, "/api/actors");
+        return actors.find((x) => x.id.endsWith("/recorder:rec"))?.context.readers?.waiting === MAX_WAITING || undefined;
+      });
+      const refused = await a.api(`${R}/records`);
+      expect([refused.status, await refused.json()]).toEqual([503, { ok: false, code: "query_recorder_unavailable", message: GUARD_REFUSALS.recorderReadersFree.message }]);
+    } finally {
+      await locker.query("COMMIT");
+      await locker.end();
+    }
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual(new Array(MAX_READERS + MAX_WAITING).fill(200));
+    expect((await a.api(`${R}/records`)).status).toBe(200);
+  }, 30_000);
 
   test("PostgreSQL stopped: DNS answers, routes 503, records wait; after its restart they and new ones are written", async () => {
     const before = (await allRecords(a, "rec")).length;

@@ -74,6 +74,18 @@ export async function metric(s: RunningSluice, line: RegExp): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
+/** Waits until the recorder:<tag> actor reports its writer up (after a start or a restart). */
+export function writerUp(s: RunningSluice, tag: string, timeoutMs = 10_000): Promise<true> {
+  return until(
+    `the writer of ${tag} up`,
+    async () => {
+      const { actors } = await apiJson<{ actors: { id: string; context: { writer?: string } }[] }>(s, "/api/actors");
+      return actors.find((a) => a.id.endsWith(`/recorder:${tag}`))?.context.writer === "up" || undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /**
  * Ends a recorder's writer thread abruptly, as a crash would: the tests of the restart path reach
  * into the instance for it (no product code exists for crashing on purpose).

@@ -1,6 +1,7 @@
 // The recorder's control plane: the `recorder:<tag>` actor (machines/recorder.machine.ts) bound to
-// this instance — it owns the writer thread (adopting the one init started, starting another after
-// a crash, closing it when the plugin goes), runs the cleanups and the clears — and the routes.
+// this instance — it starts the writer thread (the plugin's start-up), hands batches to it on its
+// flush ticks, starts another after a crash, closes it when the plugin goes, runs the cleanups and
+// the clears, and admits the API's reads — and the routes.
 
 import { fromCallback, fromPromise } from "xstate";
 import { recorderMachine, type RecorderEvent } from "../../../../machines/recorder.machine.js";
@@ -13,6 +14,8 @@ const errorText = (e: unknown): string => (e instanceof Error ? e.message : Stri
 export const recorderControl: PluginControl<QueryRecorder> = {
   concern: (recorder, env) => ({
     id: `recorder:${env.tag}`,
+    // Ready once the first writer's database is open; one that cannot be opened fails the plugin.
+    startup: true,
     logic: recorderMachine.provide({
       actors: {
         writer: fromCallback<RecorderEvent, { tag: string }>(({ sendBack }) => {
@@ -20,27 +23,28 @@ export const recorderControl: PluginControl<QueryRecorder> = {
           const tell = (e: RecorderEvent): void => {
             if (!stopped) sendBack(e);
           };
-          recorder.watchWriter((error) => tell({ type: "WRITER.EXITED", error: error ? error.message : null }));
-          if (recorder.writerRunning) tell({ type: "WRITER.READY" });
-          else
-            recorder.startWriter().then(
+          recorder
+            .startWriter((error) => tell({ type: "WRITER.EXITED", error: error ? error.message : null }))
+            .then(
               () => tell({ type: "WRITER.READY" }),
               (err: unknown) => {
-                env.log.warn({ err: errorText(err) }, "query recorder writer could not start; retrying");
-                tell({ type: "WRITER.EXITED", error: errorText(err) });
+                env.log.warn({ err: errorText(err) }, "query recorder writer could not start");
+                // At start-up this is the reason the plugin, and the start or reload, failed.
+                tell({ type: "WRITER.EXITED", error: `query recorder '${env.tag}' could not open its store: ${errorText(err)}` });
               },
             );
+          // Once the plugin is destroyed this finds the writer closed (destroy committed what was captured).
           return () => {
             stopped = true;
-            recorder.watchWriter(null);
             void recorder.closeWriter();
           };
         }),
         clear: fromPromise(() => recorder.clear()),
         cleanup: fromPromise(() => recorder.cleanup()),
       },
+      actions: { flush: () => recorder.flush() },
     }),
-    input: { tag: env.tag, cleanupIntervalMs: recorder.options.cleanupIntervalMs },
+    input: { tag: env.tag, cleanupIntervalMs: recorder.options.cleanupIntervalMs, flushIntervalMs: recorder.options.flushIntervalMs, readers: recorder.readerLoad },
   }),
   routes,
 };

@@ -1,9 +1,10 @@
 // The `query_recorder` executor. On the DNS thread it turns on execution-path recording, runs the
 // rest of the sequence, and appends a compact record to the current batch (batch.ts): no JSON, no
-// SQL, no message per query. A full batch, or the flush timer, hands the batch to the writer
-// thread (transferred, not copied). At most `queue_size` records wait between capture and commit;
-// past that a record is dropped and counted, never waited for. Reads for the API go to reader
-// threads; the `recorder:<tag>` actor owns the writer (control.ts).
+// SQL, no message per query. A full batch, or the actor's flush tick, hands the batch to the
+// writer thread (transferred, not copied). At most `queue_size` records wait between capture and
+// commit; past that a record is dropped and counted, never waited for. Reads for the API go to
+// reader threads. The `recorder:<tag>` actor (control.ts) starts, flushes and restarts the writer;
+// this class keeps the current one as the plain reference the DNS thread hands batches to.
 
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
@@ -20,6 +21,7 @@ import type { PgOptions } from "./pg-schema.js";
 import { recorderMetrics, type RecorderMetrics } from "./metrics.js";
 import type { WriterData, WriterRequest } from "./protocol.js";
 import { ReaderPool } from "./readers.js";
+import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RecordStreams } from "./stream.js";
 import { WriterLink } from "./writer-link.js";
 
@@ -69,14 +71,11 @@ export class QueryRecorder implements ExecutorPlugin {
   private writer: WriterLink | null = null;
   /** Interned tags the current writer has been sent. */
   private stringsSent = 0;
-  private timer: NodeJS.Timeout | null = null;
   private readonly readers: ReaderPool;
   readonly streams: RecordStreams;
   private readonly metrics: RecorderMetrics;
   private pathClaimed = false;
   private destroyed = false;
-  /** Told when the writer thread ends (the recorder:<tag> actor, which starts the next one). */
-  private onWriterExit: ((error: Error | null) => void) | null = null;
   private closing: Promise<void> | null = null;
 
   constructor(
@@ -160,7 +159,7 @@ export class QueryRecorder implements ExecutorPlugin {
     if (this.batch.count >= this.options.batchSize) this.flush();
   }
 
-  /** Hands the current batch to the writer (or holds it while there is none). */
+  /** Hands the current batch to the writer (or holds it while there is none): a full batch, the actor's flush tick, a clear. */
   flush(): void {
     this.clockOffset = Date.now() - performance.now();
     const count = this.batch.count;
@@ -185,11 +184,6 @@ export class QueryRecorder implements ExecutorPlugin {
 
   // ---- writer lifecycle (driven by the recorder:<tag> actor) ------------------------------------
 
-  /** Who is told when the writer ends (null: nobody). */
-  watchWriter(listener: ((error: Error | null) => void) | null): void {
-    this.onWriterExit = listener;
-  }
-
   private writerData(): WriterData {
     const o = this.options;
     const common = { instance: o.instance, maxRecords: o.maxRecords, retentionMs: o.retentionMs };
@@ -201,8 +195,11 @@ export class QueryRecorder implements ExecutorPlugin {
     };
   }
 
-  /** Starts a writer thread; resolves once its stores are open (PostgreSQL may still be unreachable), rejects when they cannot be. */
-  async startWriter(): Promise<void> {
+  /**
+   * Starts a writer thread; resolves once its stores are open (PostgreSQL may still be unreachable),
+   * rejects when they cannot be. `exited` is told if it then ends other than by closeWriter.
+   */
+  async startWriter(exited: (error: Error | null) => void): Promise<void> {
     const link = new WriterLink(
       this.writerData(),
       {
@@ -224,7 +221,7 @@ export class QueryRecorder implements ExecutorPlugin {
           if (this.writer !== link) return;
           this.writerGone();
           this.log.warn({ err: error?.message }, "query recorder writer stopped");
-          this.onWriterExit?.(error);
+          exited(error);
         },
       },
     );
@@ -252,7 +249,7 @@ export class QueryRecorder implements ExecutorPlugin {
     }
   }
 
-  /** Lets the writer commit what it holds and end (the actor stops, or the plugin goes). */
+  /** Commits what was captured and lets the writer end (the plugin goes, or the actor stops). */
   closeWriter(): Promise<void> {
     const link = this.writer;
     if (link !== null) {
@@ -262,10 +259,6 @@ export class QueryRecorder implements ExecutorPlugin {
       this.closing = (this.closing ?? Promise.resolve()).then(() => done);
     }
     return this.closing ?? Promise.resolve();
-  }
-
-  get writerRunning(): boolean {
-    return this.writer !== null && !this.writer.gone;
   }
 
   // ---- operations and reads (the API) -----------------------------------------------------------
@@ -284,7 +277,12 @@ export class QueryRecorder implements ExecutorPlugin {
     return this.writer.request({ t: "cleanup", now: Date.now() });
   }
 
-  /** The response body of a records or stats route, as JSON text. */
+  /** The reader threads' queue, the cell the actor's read admission (recorderReadersFree) reads. */
+  get readerLoad(): ReaderLoad {
+    return this.readers.load;
+  }
+
+  /** The response body of a records or stats route, as JSON text (admitted by the actor first: RECORDS.READ). */
   read(request: ReadRequest): Promise<string> {
     return this.readers.read(request);
   }
@@ -305,18 +303,13 @@ export class QueryRecorder implements ExecutorPlugin {
       this.pathClaimed = true;
       mkdirSync(dirname(path), { recursive: true });
     }
-    // The first writer starts here so that a database that cannot be opened fails the configuration.
-    await this.startWriter();
-    this.timer = setInterval(() => this.flush(), this.options.flushIntervalMs);
-    this.timer.unref();
+    // The writer is the actor's start-up (control.ts): the plugin is ready once its database is open.
   }
 
   async destroy(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.onWriterExit = null;
     this.streams.endAll();
-    // Nothing is captured from here on; what was captured is committed before the thread ends.
+    // Nothing is captured from here on; what was captured is committed before the thread ends. The
+    // actor outlives destroy (it stops after it), so the final commit is awaited here, not at its stop.
     this.destroyed = true;
     await this.closeWriter();
     await this.readers.close();

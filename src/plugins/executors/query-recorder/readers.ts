@@ -1,8 +1,10 @@
 // Reader threads for the API: at most MAX_READERS, each with one request at a time, started when
-// needed and stopped when idle. A request that waits behind too many others is refused (503), and
-// one that runs past READ_TIMEOUT_MS ends its thread.
+// needed and stopped when idle. A read that runs past READ_TIMEOUT_MS ends its thread. How many wait
+// is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while fewer than
+// MAX_WAITING wait (its guard recorderReadersFree, 503 query_recorder_unavailable).
 
 import { Worker } from "node:worker_threads";
+import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
 import { workerFile, type ReaderData, type ReaderJob, type ReaderReply } from "./protocol.js";
@@ -66,16 +68,18 @@ export class ReaderPool {
   private readers: Reader[] = [];
   private readonly waiting: Job[] = [];
   private closed = false;
+  /** Updated as reads queue and start; read by the actor's admission guard. */
+  readonly load: ReaderLoad = { waiting: 0, limit: MAX_WAITING };
 
   constructor(private readonly data: ReaderData) {}
 
-  /** The response body (JSON text) for `request`; rejects with a RouteError. */
+  /** The response body (JSON text) for `request` (admitted by the actor); rejects with a RouteError. */
   read(request: ReadRequest): Promise<string> {
     if (this.closed) return Promise.reject(new RouteError("query_recorder_unavailable", "the recorder is stopping"));
-    if (this.waiting.length >= MAX_WAITING) return Promise.reject(new RouteError("query_recorder_unavailable", `${MAX_WAITING} reads are already waiting; retry later`));
     return new Promise<string>((resolve, reject) => {
       this.waiting.push({ request, resolve, reject });
       this.dispatch();
+      this.load.waiting = this.waiting.length;
     });
   }
 
@@ -91,6 +95,7 @@ export class ReaderPool {
       }
       if (!reader) return;
       const job = this.waiting.shift() as Job;
+      this.load.waiting = this.waiting.length;
       const r = reader;
       r.run({
         request: job.request,
@@ -117,6 +122,7 @@ export class ReaderPool {
   async close(): Promise<void> {
     this.closed = true;
     for (const job of this.waiting.splice(0)) job.reject(new RouteError("query_recorder_unavailable", "the recorder is stopping"));
+    this.load.waiting = 0;
     await Promise.all(this.readers.map((r) => r.worker.terminate()));
     this.readers = [];
   }

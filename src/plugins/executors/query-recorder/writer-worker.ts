@@ -42,8 +42,19 @@ try {
 
 const post = (m: WriterReply): void => port.postMessage(m);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-const sqlite = data.sqlite ? new RecorderStore(data.sqlite) : null;
-const postgres = data.postgres ? new PgRecorderStore(data.postgres) : null;
+/** A store that cannot be opened ends the thread with the reason as its last log line (a thrown SqliteError crosses the thread boundary as its code alone). */
+function opened<T>(open: () => T): T {
+  try {
+    return open();
+  } catch (err) {
+    post({ t: "log", level: "error", msg: "query recorder store could not be opened", err: errorText(err) });
+    process.exit(1);
+  }
+}
+const sqliteOptions = data.sqlite;
+const pgOptions = data.postgres;
+const sqlite = sqliteOptions ? opened(() => new RecorderStore(sqliteOptions)) : null;
+const postgres = pgOptions ? opened(() => new PgRecorderStore(pgOptions)) : null;
 /** With PostgreSQL the stream shows every instance's records, read back from the store, from the newest id the writer knows of. */
 const feed = data.postgres
   ? new PgFeed(
