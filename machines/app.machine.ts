@@ -11,7 +11,7 @@
 import { and, assign, enqueueActions, fromPromise, setup } from "xstate";
 import { configMachine } from "./config.machine.js";
 import { runtimeMachine, type RuntimeHost, type RuntimeReport } from "./runtime.machine.js";
-import { upgradeMachine, type RestoredUpgrade } from "./upgrade.machine.js";
+import { upgradeMachine, type RestoredUpgrade, type UpgradeTrial } from "./upgrade.machine.js";
 
 export type ReloadState = "idle" | "pending" | "in_progress" | "ok" | "failed";
 
@@ -46,13 +46,15 @@ export interface AppContext {
   building: { generation: number; version: string } | null;
   /** Runtime actors still alive (building, active or draining). */
   live: number[];
-  /** The running version and the last upgrade's recorded outcome, for the `upgrade` actor. */
+  /** The running version, the last upgrade's recorded outcome and a trial in progress, for the `upgrade` actor. */
   upgradeInput: UpgradeInput;
 }
 
 export interface UpgradeInput {
   version: string;
   restored: RestoredUpgrade | null;
+  /** This start is the new release's trial (the pending marker said so). */
+  trial: UpgradeTrial | null;
 }
 
 export interface AppInput {
@@ -186,7 +188,7 @@ export const appMachine = setup({
   initial: "running",
   context: ({ input }) => ({
     ...input,
-    upgradeInput: input.upgradeInput ?? { version: "0.0.0", restored: null },
+    upgradeInput: input.upgradeInput ?? { version: "0.0.0", restored: null, trial: null },
     shutdownRequested: false,
     restartRequested: false,
     error: null,
