@@ -56,7 +56,7 @@ export function rollBackTrial(installDir: string, trial: UpgradeTrial, reason: s
  * start past its deadline may never finish. `originalCwd`: where `sluice start` was run from.
  */
 export function restartIntoPrevious(message: string, originalCwd: string): never {
-  process.stderr.write(`error: ${message}\n`);
+  process.stderr.write(`error: ${message}\nerror: the upgrade did not complete; switched back to the previous release\n`);
   const h = replaceProcess(originalCwd);
   if (h.kind === "exit") process.exit(h.status);
   process.stderr.write(`restarted: the replacement process is running (pid ${h.pid ?? "unknown"})\n`);

@@ -33,7 +33,8 @@ test("a trial that fails to start switches back to the old release and exits for
   const run = start(f);
   const { code } = await run.exited;
   expect(code).toBe(75);
-  // One line from the upgrade actor's rollback, as for a missed deadline: why, and the release switched back to.
+  expect(run.stderr()).toMatch(/switched back to the previous release/);
+  // As for a missed deadline: why, and the release switched back to.
   expect(run.stderr()).toMatch(new RegExp(`error: release ${VERSION} failed to start: .*missing\\.txt.*; switched back to ${OLD}\n`));
   expect(f.link("current")).toBe(`releases/${OLD}`);
   expect(f.link("previous")).toBe(`releases/${VERSION}`);
