@@ -1,14 +1,14 @@
 // The actor system: the app machine bound to the App's procedures, with every transition of every
 // actor (app, config, upgrade, config-follow, runtime:<n>, their plugins and concerns) published on the bus.
 
-import { createActor, fromPromise, sendParent, type Actor, type AnyActorRef, type AnyMachineSnapshot } from "xstate";
+import { createActor, fromCallback, fromPromise, sendParent, type Actor, type AnyActorRef, type AnyMachineSnapshot, type SnapshotFrom } from "xstate";
 import { configFollowMachine, type ApplyResult, type Fetched } from "../machines/config-follow.machine.js";
 import { appMachine, type AppContext, type AppInput, type Prepared, type PrepareInput } from "../machines/app.machine.js";
 import { configMachine, type SaveRequest, type SaveResult } from "../machines/config.machine.js";
 import { validationMachine, type ValidationRequest } from "../machines/validation.machine.js";
 import { concernSystemId } from "../machines/plugin.machine.js";
 import { pluginSystemId, type RuntimeContext, type RuntimeHost } from "../machines/runtime.machine.js";
-import { upgradeMachine, type UpgradeOutcome } from "../machines/upgrade.machine.js";
+import { upgradeMachine, type RestoredUpgrade, type UpgradeEvent, type UpgradeOutcome, type UpgradeTrial } from "../machines/upgrade.machine.js";
 import type { ActorTransition, Bus } from "../src/bus.js";
 import type { ValidationJob, ValidationOutcome } from "../src/config/validation.js";
 import { ActorGoneError, ask } from "./ask.js";
@@ -35,6 +35,12 @@ export interface AppProcedures {
   fetchPrimary(signal: AbortSignal): Promise<Fetched>;
   /** A replica's save of one pulled version through the config actor (validated; never reloads). */
   savePrimary(fetched: Fetched): Promise<ApplyResult>;
+  /** The trial served: record the completed upgrade (src/upgrade/trial.ts). */
+  confirmUpgradeTrial(trial: UpgradeTrial): RestoredUpgrade;
+  /** The trial failed: switch `current` back and record why. */
+  rollBackUpgradeTrial(trial: UpgradeTrial, reason: string): void;
+  /** Run the release switched back to, now (this process ends). */
+  restartIntoPrevious(trial: UpgradeTrial, reason: string): void;
 }
 
 export type AppActor = Actor<typeof appMachine>;
@@ -101,6 +107,26 @@ export async function validateConfig(system: AppActor["system"], job: Validation
   }
 }
 
+/** The trial's health: the app serving is TRIAL.HEALTHY; the app leaving `running` first is TRIAL.START_FAILED with its error. */
+function trialHealth(snap: SnapshotFrom<typeof appMachine>): UpgradeEvent | null {
+  if (snap.status === "active" && snap.matches({ running: "serving" })) return { type: "TRIAL.HEALTHY" };
+  if (snap.status !== "active" || !snap.matches("running")) return { type: "TRIAL.START_FAILED", error: snap.context.error ?? "the application stopped before it served" };
+  return null;
+}
+
+/** Watches the app actor for the trial (its reports are sent in the turn of the app's transition). */
+const confirmHealth = fromCallback<{ type: string }, void, UpgradeEvent>(({ sendBack, system }) => {
+  const app = system.get("app") as AppActor;
+  const sub = app.subscribe({
+    next: (snap) => {
+      const report = trialHealth(snap);
+      if (report) sendBack(report);
+    },
+    error: (err: unknown) => sendBack({ type: "TRIAL.START_FAILED", error: err instanceof Error ? err.message : String(err) }),
+  });
+  return () => sub.unsubscribe();
+});
+
 export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): AppActor {
   const machine = appMachine.provide({
     actors: {
@@ -114,9 +140,23 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
         actors: { validate: fromPromise(({ input: request }: { input: ValidationRequest }) => afterTransition(() => app.validate(request))) },
       }),
       upgrade: upgradeMachine.provide({
-        actors: { apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.applyUpgrade(request))) },
-        // The app refuses a restart only when it is already stopping (checked before the switch); the next start runs the new release then.
-        actions: { requestRestart: sendParent({ type: "RESTART" }) },
+        actors: {
+          apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.applyUpgrade(request))),
+          confirmHealth,
+          // Recorded at once (not after the transition): a stop asked for during the trial follows right after serving.
+          confirmTrial: fromPromise(({ input: trial }: { input: UpgradeTrial }) => new Promise<RestoredUpgrade>((resolve) => resolve(app.confirmUpgradeTrial(trial)))),
+          rollBack: fromCallback<{ type: string }, { trial: UpgradeTrial; reason: string }, UpgradeEvent>(({ input, sendBack }) => {
+            app.rollBackUpgradeTrial(input.trial, input.reason);
+            sendBack({ type: "TRIAL.ROLLED_BACK" });
+          }),
+        },
+        actions: {
+          // The app refuses a restart only when it is already stopping (checked before the switch); the next start runs the new release then.
+          requestRestart: sendParent({ type: "RESTART" }),
+          restartIntoPrevious: ({ context }) => {
+            if (context.trial) app.restartIntoPrevious(context.trial, context.error ?? "the trial failed");
+          },
+        },
       }),
       follow: configFollowMachine.provide({
         actors: {

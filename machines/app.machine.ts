@@ -15,7 +15,7 @@ import { configFollowMachine, type FollowInput } from "./config-follow.machine.j
 import { configMachine } from "./config.machine.js";
 import { validationMachine, VALIDATION_MAX_WAITING } from "./validation.machine.js";
 import { runtimeMachine, type RuntimeHost, type RuntimeReport } from "./runtime.machine.js";
-import { upgradeMachine, type RestoredUpgrade } from "./upgrade.machine.js";
+import { upgradeMachine, type RestoredUpgrade, type UpgradeTrial } from "./upgrade.machine.js";
 
 export type ReloadState = "idle" | "pending" | "in_progress" | "ok" | "failed";
 
@@ -50,7 +50,7 @@ export interface AppContext {
   building: { generation: number; version: string } | null;
   /** Runtime actors still alive (building, active or draining). */
   live: number[];
-  /** The running version and the last upgrade's recorded outcome, for the `upgrade` actor. */
+  /** The running version, the last upgrade's recorded outcome and a trial in progress, for the `upgrade` actor. */
   upgradeInput: UpgradeInput;
   /** A replica (--config-from): what its follower starts from; null otherwise. */
   followInput: FollowInput | null;
@@ -59,6 +59,8 @@ export interface AppContext {
 export interface UpgradeInput {
   version: string;
   restored: RestoredUpgrade | null;
+  /** This start is the new release's trial (the pending marker said so). */
+  trial: UpgradeTrial | null;
 }
 
 export interface AppInput {
@@ -202,7 +204,7 @@ export const appMachine = setup({
   initial: "running",
   context: ({ input }) => ({
     ...input,
-    upgradeInput: input.upgradeInput ?? { version: "0.0.0", restored: null },
+    upgradeInput: input.upgradeInput ?? { version: "0.0.0", restored: null, trial: null },
     followInput: input.followInput ?? null,
     shutdownRequested: false,
     restartRequested: false,

@@ -11,7 +11,7 @@ import { AUTH_ENV, configSource, DEFAULT_POLL, DEFAULT_TIMEOUT, SourceError, typ
 import { initialPull, type Following } from "./cluster/follow.js";
 import { runUpgradeCommand, UPGRADE_HELP } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
-import { guardStart } from "./upgrade/trial.js";
+import { readUpgradeStart, restartIntoPrevious, rollBackTrial } from "./upgrade/trial.js";
 import { VERSION } from "./version.js";
 import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
 import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
@@ -185,13 +185,12 @@ async function main(argv: string[]): Promise<number> {
   }
   tuneHeapGrowth();
   const originalCwd = process.cwd();
-  // The first start after an upgrade is a trial: it must reach serving in time, or the old release runs again.
-  const guard = guardStart(VERSION, detectInstallDir(undefined, opts.dir), (reason) => {
-    process.stderr.write(`error: ${reason}\n`);
-    process.exit(handOver(originalCwd) || 1);
-  });
-  if (guard.rolledBack !== null) {
-    process.stderr.write(`error: ${guard.rolledBack}\n`);
+  // The first start after an upgrade is a trial, decided by the upgrade actor (machines/upgrade.machine.ts):
+  // it confirms the new release once serving, or switches back and restarts into the old one.
+  const installDir = detectInstallDir(undefined, opts.dir);
+  const upgradeStart = readUpgradeStart(VERSION, installDir);
+  if (upgradeStart.rolledBack !== null) {
+    process.stderr.write(`error: ${upgradeStart.rolledBack}\n`);
     return handOver(originalCwd) || 1;
   }
   process.chdir(opts.dir);
@@ -207,21 +206,20 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  const trial = upgradeStart.trial && installDir !== null ? { trial: upgradeStart.trial, installDir, originalCwd } : null;
   try {
-    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level, upgradeRestored: guard.restored, follow });
+    app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level, upgradeRestored: upgradeStart.restored, upgradeTrial: trial, follow });
   } catch (err) {
     report(err);
     if (follow?.initial.error) process.stderr.write(`error: ${follow.initial.error}\n`);
-    if (guard.failed(describe(err))) {
-      process.stderr.write("error: the upgraded release failed to start; switched back to the previous release\n");
-      return handOver(originalCwd) || 1;
+    // A start that failed once the upgrade actor ran has been switched back by it; this one failed before
+    // the actor existed (the configuration could not be read), or its switch back failed: (try) now.
+    if (trial) {
+      const reason = `release ${trial.trial.to_version} failed to start: ${describe(err).split("\n")[0]}`;
+      rollBackTrial(trial.installDir, trial.trial, reason, Date.now());
+      restartIntoPrevious(`${reason}; switched back to ${trial.trial.from_version}`, originalCwd);
     }
     return 1;
-  }
-  const upgraded = guard.served();
-  if (upgraded) {
-    app.upgradeActor.send({ type: "UPGRADE.RESTORED", result: upgraded });
-    app.log.info({ target: "upgrade", from: upgraded.from_version, version: upgraded.installed_version }, "upgrade complete: the new release is serving");
   }
   if (signals > 0) void app.stop();
   const outcome = await app.done;

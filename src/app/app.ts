@@ -8,7 +8,7 @@ import { concernActor, controlResolver, createAppActor, runtimeOf, validateConfi
 import { ask, sendIfAccepted } from "../../actors/ask.js";
 import { refusalError } from "../api/guards.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
-import { upgradeState, type RestoredUpgrade, type UpgradeOutcome } from "../../machines/upgrade.machine.js";
+import { upgradeState, type RestoredUpgrade, type UpgradeOutcome, type UpgradeTrial } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
 import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
@@ -39,6 +39,7 @@ import { createCatalog, type Catalog } from "../registry/catalog.js";
 import { PluginInitError, Runtime } from "../registry/runtime.js";
 import type { Services } from "../registry/services.js";
 import type { UpgradeOptions } from "../upgrade/options.js";
+import { confirmTrial, restartIntoPrevious, rollBackTrial } from "../upgrade/trial.js";
 import { VERSION } from "../version.js";
 
 export interface AppOptions {
@@ -52,6 +53,8 @@ export interface AppOptions {
   catalog?: Catalog;
   /** The last upgrade's outcome recorded in the install directory (GET /api/upgrade/status shows it). */
   upgradeRestored?: RestoredUpgrade | null;
+  /** This start is the new release's trial (src/upgrade/trial.ts): the install directory it is recorded in, and where `sluice start` ran. */
+  upgradeTrial?: { trial: UpgradeTrial; installDir: string; originalCwd: string } | null;
   /** A replica: follow the primary's configuration (--config-from). */
   follow?: Following;
 }
@@ -111,7 +114,12 @@ export class App implements ApiHost {
     const metrics = new MetricsHub();
     this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
-    this.actor = createAppActor(this, this.bus, { clock: Date.now, describe, upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null }, followInput: options.follow ? followInput(options.follow) : null });
+    this.actor = createAppActor(this, this.bus, {
+      clock: Date.now,
+      describe,
+      upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null, trial: options.upgradeTrial?.trial ?? null },
+      followInput: options.follow ? followInput(options.follow) : null,
+    });
     this.logStateChanges();
     this.done = new Promise((resolve) => {
       this.actor.subscribe({ complete: () => resolve(this.actor.getSnapshot().output as AppOutput) });
@@ -160,12 +168,17 @@ export class App implements ApiHost {
       if (r.status === "failed") this.log.warn({ target: "app", err: r.last_error }, "reload failed; the previous configuration keeps serving");
     });
     let upgrade = "";
+    let task: unknown = null;
     this.upgradeActor.subscribe((snap) => {
+      const from = task;
+      task = snap.value;
       const state = upgradeState(snap.value);
-      if (state === upgrade) return;
-      upgrade = state;
-      this.log.info({ target: "control", actor: "upgrade", state }, "state changed");
-      if (state === "failed") this.log.warn({ target: "upgrade", err: snap.context.error }, "upgrade failed; the running release is unchanged");
+      if (state !== upgrade) {
+        upgrade = state;
+        this.log.info({ target: "control", actor: "upgrade", state }, "state changed");
+      }
+      // A failed task of this process (a failed trial is logged as its rollback).
+      if (snap.value === "failed" && from === "running") this.log.warn({ target: "upgrade", err: snap.context.error }, "upgrade failed; the running release is unchanged");
     });
   }
 
@@ -384,6 +397,28 @@ export class App implements ApiHost {
     const source = this.options.follow?.source;
     if (!source) return Promise.reject(new Error("this process follows no primary"));
     return savePulled(this, source, fetched);
+  }
+
+  /** Where the trial's outcome is recorded (the upgrade actor is in a trial only when the options name one). */
+  private get trialInstall(): { installDir: string; originalCwd: string } {
+    const t = this.options.upgradeTrial;
+    if (!t) throw new Error("this start is not an upgrade trial");
+    return t;
+  }
+
+  confirmUpgradeTrial(trial: UpgradeTrial): RestoredUpgrade {
+    const result = confirmTrial(this.trialInstall.installDir, trial, Date.now());
+    this.log.info({ target: "upgrade", from: trial.from_version, version: trial.to_version }, "upgrade complete: the new release is serving");
+    return result;
+  }
+
+  rollBackUpgradeTrial(trial: UpgradeTrial, reason: string): void {
+    rollBackTrial(this.trialInstall.installDir, trial, reason, Date.now());
+    this.log.error({ target: "upgrade", err: reason, version: trial.from_version }, "upgrade rolled back: the previous release runs after the restart");
+  }
+
+  restartIntoPrevious(trial: UpgradeTrial, reason: string): void {
+    restartIntoPrevious(`${reason}; switched back to ${trial.from_version}`, this.trialInstall.originalCwd);
   }
 
   async stopServices(restart: boolean): Promise<void> {

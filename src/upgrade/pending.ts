@@ -16,7 +16,12 @@ export interface PendingUpgrade {
   start_deadline_ms: number;
   /** Starts of the new release so far. */
   attempts: number;
+  /** Unix ms by which the trial start must serve: written when that start is recorded (the upgrade machine's `after` counts to it). */
+  deadline_at_ms?: number;
 }
+
+/** What the outcome records need of a pending upgrade. */
+export type UpgradeStep = Pick<PendingUpgrade, "from_version" | "to_version" | "started_at_ms">;
 
 export interface UpgradeResult {
   state: "completed" | "failed";
@@ -55,12 +60,12 @@ export type TrialVerdict =
   /** No upgrade pending for this version. */
   | { kind: "none" }
   /** This start is the new release's trial: confirm once serving, roll back past the deadline. */
-  | { kind: "trial"; pending: PendingUpgrade }
+  | { kind: "trial"; pending: PendingUpgrade & { deadline_at_ms: number } }
   /** A previous start of this release failed: switch back now and run the old release. */
   | { kind: "rollback"; pending: PendingUpgrade; reason: string };
 
-/** Reads the marker at start and records this attempt. */
-export function beginStart(l: InstallLayout, version: string): TrialVerdict {
+/** Reads the marker at start and records this attempt, with its deadline on the clock `now`. */
+export function beginStart(l: InstallLayout, version: string, now: number): TrialVerdict {
   const pending = readPending(l);
   if (!pending) return { kind: "none" };
   if (pending.to_version !== version || linkedVersion(l.current) !== version) {
@@ -69,18 +74,19 @@ export function beginStart(l: InstallLayout, version: string): TrialVerdict {
     return { kind: "none" };
   }
   if (pending.attempts > 0) return { kind: "rollback", pending, reason: `release ${version} did not reach serving after the upgrade (its previous start failed or was cut short)` };
-  writePending(l, { ...pending, attempts: pending.attempts + 1 });
-  return { kind: "trial", pending };
+  const trial = { ...pending, attempts: pending.attempts + 1, deadline_at_ms: now + pending.start_deadline_ms };
+  writePending(l, trial);
+  return { kind: "trial", pending: trial };
 }
 
 /** The new release serves: the upgrade is complete. */
-export function confirmStart(l: InstallLayout, pending: PendingUpgrade, now: number): void {
+export function confirmStart(l: InstallLayout, pending: UpgradeStep, now: number): void {
   writeResult(l, { state: "completed", started_at_ms: pending.started_at_ms, completed_at_ms: now, error: null, installed_version: pending.to_version, from_version: pending.from_version });
   clearPending(l);
 }
 
 /** Switches `current` back to the release upgraded from and records why. */
-export function rollBack(l: InstallLayout, pending: PendingUpgrade, reason: string, now: number): void {
+export function rollBack(l: InstallLayout, pending: UpgradeStep, reason: string, now: number): void {
   pointLink(l.current, pending.from_version);
   pointLink(l.previous, pending.to_version);
   writeResult(l, { state: "failed", started_at_ms: pending.started_at_ms, completed_at_ms: now, error: `${reason}; rolled back to ${pending.from_version}`, installed_version: pending.from_version, from_version: pending.to_version });

@@ -1,69 +1,64 @@
-// What `sluice start` does about an upgrade in flight (src/upgrade/pending.ts): the first start of a
-// new release is a trial that must reach serving within the deadline; a failed or late trial, or a
-// start that finds an earlier trial unconfirmed, switches `current` back so the old release runs.
+// The trial of a new release, the first start after an upgrade (machines/upgrade.machine.ts:
+// trial → confirmed | rollingBack). Here is its work: what `sluice start` reads from the pending
+// marker before the App exists, and what the trial's states invoke once it does (provided by
+// actors/app.actor.ts through the App): recording the confirmed upgrade, switching `current` back,
+// and restarting into the release switched back to.
 
-import { installLayout, type InstallLayout } from "./layout.js";
-import { beginStart, confirmStart, readResult, rollBack, type PendingUpgrade, type UpgradeResult } from "./pending.js";
+import type { UpgradeTrial } from "../../machines/upgrade.machine.js";
+import { replaceProcess } from "../app/restart.js";
+import { installLayout } from "./layout.js";
+import { beginStart, confirmStart, readResult, rollBack, type UpgradeResult } from "./pending.js";
 
-export interface StartGuard {
+export interface UpgradeStart {
   /** The last upgrade's outcome, for GET /api/upgrade/status (null during a trial: it is not decided yet). */
-  readonly restored: UpgradeResult | null;
-  /** Set when this start must not run: `current` was switched back, the caller runs the old release. */
-  readonly rolledBack: string | null;
-  /** The start reached serving: a trial becomes the completed upgrade (returned, to show). */
-  served(): UpgradeResult | null;
-  /** The start failed: a trial is rolled back (true), anything else just fails (false). */
-  failed(reason: string): boolean;
+  restored: UpgradeResult | null;
+  /** This start is the new release's trial: the upgrade actor begins in `trial`. */
+  trial: UpgradeTrial | null;
+  /** Set when this start must not run: an earlier start of it never served, and `current` was switched back. */
+  rolledBack: string | null;
 }
 
-const NONE: StartGuard = { restored: null, rolledBack: null, served: () => null, failed: () => false };
+const NONE: UpgradeStart = { restored: null, trial: null, rolledBack: null };
 
-/**
- * Checks the install directory this process runs from for a pending upgrade. `onDeadline` runs when
- * a trial has not reached serving in time, after `current` was switched back.
- */
-export function guardStart(version: string, installDir: string | null, onDeadline: (reason: string) => void, now: () => number = Date.now): StartGuard {
+/** Reads the install directory this process runs from for an upgrade in flight, and records this start. */
+export function readUpgradeStart(version: string, installDir: string | null, now: () => number = Date.now): UpgradeStart {
   if (installDir === null) return NONE;
   const l = installLayout(installDir);
-  const verdict = beginStart(l, version);
+  const verdict = beginStart(l, version, now());
   if (verdict.kind === "none") {
     // A result about another version (e.g. before a rollback by hand) does not describe this install.
     const last = readResult(l);
     return { ...NONE, restored: last?.installed_version === version ? last : null };
   }
   if (verdict.kind === "rollback") {
+    // Before anything starts: the previous start of this release may have crashed the process.
     rollBack(l, verdict.pending, verdict.reason, now());
     return { ...NONE, rolledBack: `${verdict.reason}; switched back to ${verdict.pending.from_version}` };
   }
-  return trial(l, verdict.pending, onDeadline, now);
+  const { from_version, to_version, started_at_ms, start_deadline_ms, deadline_at_ms } = verdict.pending;
+  return { ...NONE, trial: { from_version, to_version, started_at_ms, start_deadline_ms, deadline_at_ms } };
 }
 
-function trial(l: InstallLayout, pending: PendingUpgrade, onDeadline: (reason: string) => void, now: () => number): StartGuard {
-  let settled = false;
-  const timer = setTimeout(() => {
-    if (settled) return;
-    settled = true;
-    const reason = `release ${pending.to_version} did not reach serving within ${pending.start_deadline_ms / 1000}s (upgrade.start_deadline)`;
-    rollBack(l, pending, reason, now());
-    onDeadline(`${reason}; switched back to ${pending.from_version}`);
-  }, pending.start_deadline_ms);
-  timer.unref();
-  return {
-    restored: null,
-    rolledBack: null,
-    served() {
-      if (settled) return null;
-      settled = true;
-      clearTimeout(timer);
-      confirmStart(l, pending, now());
-      return readResult(l);
-    },
-    failed(reason) {
-      if (settled) return false;
-      settled = true;
-      clearTimeout(timer);
-      rollBack(l, pending, `release ${pending.to_version} failed to start: ${reason.split("\n")[0]}`, now());
-      return true;
-    },
-  };
+/** The trial served: the upgrade is complete (marker removed); returns the outcome recorded. */
+export function confirmTrial(installDir: string, trial: UpgradeTrial, now: number): UpgradeResult {
+  const l = installLayout(installDir);
+  confirmStart(l, trial, now);
+  return readResult(l) ?? { state: "completed", started_at_ms: trial.started_at_ms, completed_at_ms: now, error: null, installed_version: trial.to_version, from_version: trial.from_version };
+}
+
+/** The trial failed or ran out of time: `current` points at the release upgraded from again, and the result says why. */
+export function rollBackTrial(installDir: string, trial: UpgradeTrial, reason: string, now: number): void {
+  rollBack(installLayout(installDir), trial, reason, now);
+}
+
+/**
+ * Runs the release switched back to: a new process (or exit 75 for a supervisor), at once, since a
+ * start past its deadline may never finish. `originalCwd`: where `sluice start` was run from.
+ */
+export function restartIntoPrevious(message: string, originalCwd: string): never {
+  process.stderr.write(`error: ${message}\nerror: the upgrade did not complete; switched back to the previous release\n`);
+  const h = replaceProcess(originalCwd);
+  if (h.kind === "exit") process.exit(h.status);
+  process.stderr.write(`restarted: the replacement process is running (pid ${h.pid ?? "unknown"})\n`);
+  process.exit(1);
 }

@@ -2,8 +2,10 @@
 // process) configured to upgrade from a test release host into it (releases signed by the tests'
 // key, test/helpers/fake-release.ts), and status polling.
 
-import { mkdirSync, readdirSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { VERSION } from "../../src/version.js";
+import { startCli, type RunningCli } from "./cli.js";
 import { releasePublicKeyFile } from "./fake-release.js";
 import { startSluice, tempDir, type RunningSluice } from "./sluice.js";
 
@@ -112,3 +114,36 @@ export async function pollStatus(base: string, done: (s: StatusRecord) => boolea
 
 export const post = (base: string, path: string, body?: unknown): Promise<Response> =>
   fetch(base + path, { method: "POST", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) }) });
+
+/** The release an install directory of a trial was upgraded from. */
+export const OLD = "0.0.9";
+
+export interface TrialInstall {
+  dir: string;
+  install: string;
+  link(name: string): string;
+  file(name: string): Record<string, unknown> | null;
+}
+
+/** An install directory upgraded from OLD to this version, with the marker `pending` (merged into a default one) and a configuration. */
+export function trialInstall(pending: Record<string, unknown> | null, yaml: (dir: string) => string): TrialInstall {
+  const dir = tempDir("sluice-trial-");
+  const install = join(dir, "install");
+  for (const v of [OLD, VERSION]) mkdirSync(join(install, "releases", v), { recursive: true });
+  symlinkSync(join("releases", VERSION), join(install, "current"));
+  symlinkSync(join("releases", OLD), join(install, "previous"));
+  mkdirSync(join(install, "upgrade"));
+  if (pending) writeFileSync(join(install, "upgrade", "pending.json"), JSON.stringify({ from_version: OLD, to_version: VERSION, started_at_ms: 1_700_000_000_000, start_deadline_ms: 60_000, attempts: 0, ...pending }));
+  writeFileSync(join(dir, "sluice.yaml"), yaml(dir));
+  return {
+    dir,
+    install,
+    link: (name) => readlinkSync(join(install, name)),
+    file: (name) => (existsSync(join(install, "upgrade", name)) ? (JSON.parse(readFileSync(join(install, "upgrade", name), "utf8")) as Record<string, unknown>) : null),
+  };
+}
+
+/** The real program started from the install directory; a restart exits with 75 (no re-exec). */
+export function startTrial(f: TrialInstall): RunningCli {
+  return startCli(["-c", "sluice.yaml", "-d", f.dir], { cwd: f.dir, env: { SLUICE_INSTALL_DIR: f.install, SLUICE_RESTART: "exit", SLUICE_LAUNCHER: "" } });
+}

@@ -2,46 +2,14 @@
 // directory with a pending marker: reaching serving completes the upgrade; failing to start,
 // missing the deadline, or finding an earlier attempt unconfirmed switches `current` back to the
 // release upgraded from and exits for the restart (SLUICE_RESTART=exit: status 75, no re-exec here).
-import { existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 import { VERSION } from "../../src/version.js";
-import { startCli } from "../helpers/cli.js";
-import { tempDir } from "../helpers/sluice.js";
+import { OLD, startTrial as start, trialInstall as fixture } from "../helpers/upgrade.js";
 import { HeldFile, until } from "../model/harness.js";
 
-const OLD = "0.0.9";
-
-interface Fixture {
-  dir: string;
-  install: string;
-  link(name: string): string;
-  file(name: string): Record<string, unknown> | null;
-}
-
-/** An install directory upgraded from OLD to this version, with the marker `pending` and a configuration. */
-function fixture(pending: Record<string, unknown> | null, yaml: (dir: string) => string): Fixture {
-  const dir = tempDir("sluice-trial-");
-  const install = join(dir, "install");
-  for (const v of [OLD, VERSION]) mkdirSync(join(install, "releases", v), { recursive: true });
-  symlinkSync(join("releases", VERSION), join(install, "current"));
-  symlinkSync(join("releases", OLD), join(install, "previous"));
-  mkdirSync(join(install, "upgrade"));
-  if (pending) writeFileSync(join(install, "upgrade", "pending.json"), JSON.stringify({ from_version: OLD, to_version: VERSION, started_at_ms: 1_700_000_000_000, start_deadline_ms: 60_000, attempts: 0, ...pending }));
-  writeFileSync(join(dir, "sluice.yaml"), yaml(dir));
-  return {
-    dir,
-    install,
-    link: (name) => readlinkSync(join(install, name)),
-    file: (name) => (existsSync(join(install, "upgrade", name)) ? (JSON.parse(readFileSync(join(install, "upgrade", name), "utf8")) as Record<string, unknown>) : null),
-  };
-}
-
 const good = (): string => `api:\n  http: 127.0.0.1:0\nplugins:\n  - { tag: main, type: sequence, args: [ { exec: reject 3 } ] }\n  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }\n`;
-
-function start(f: Fixture) {
-  return startCli(["-c", "sluice.yaml", "-d", f.dir], { cwd: f.dir, env: { SLUICE_INSTALL_DIR: f.install, SLUICE_RESTART: "exit", SLUICE_LAUNCHER: "" } });
-}
 
 test("a trial that reaches serving completes the upgrade: marker gone, status completed", async () => {
   const f = fixture({}, good);
@@ -66,6 +34,8 @@ test("a trial that fails to start switches back to the old release and exits for
   const { code } = await run.exited;
   expect(code).toBe(75);
   expect(run.stderr()).toMatch(/switched back to the previous release/);
+  // As for a missed deadline: why, and the release switched back to.
+  expect(run.stderr()).toMatch(new RegExp(`error: release ${VERSION} failed to start: .*missing\\.txt.*; switched back to ${OLD}\n`));
   expect(f.link("current")).toBe(`releases/${OLD}`);
   expect(f.link("previous")).toBe(`releases/${VERSION}`);
   expect(f.file("pending.json")).toBeNull();

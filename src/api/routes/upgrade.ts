@@ -9,7 +9,7 @@
 
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { sendIfAccepted } from "../../../actors/ask.js";
-import { upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
+import { upgradeRestartRequired, upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
 import { checkUpgrade } from "../../upgrade/engine.js";
 import { detectInstallDir } from "../../upgrade/layout.js";
 import { resolveOptions, sourceField, upgradeRequestSchema, UpgradeConfigError, UpgradeNotConfiguredError, type UpgradeOptions, type UpgradeRequest } from "../../upgrade/options.js";
@@ -97,7 +97,7 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
     completed_at_ms: c.completed_at_ms,
     error: c.error,
     installed_version: c.installed_version,
-    restart_required: state === "restarting",
+    restart_required: upgradeRestartRequired(snap.value),
     current_version: VERSION,
     target_version: c.target_version,
     // The same test apply makes, so a client can tell before asking whether apply can work.
