@@ -2,13 +2,15 @@
 // `requestId`, and the actor emits one `answer` for it when the work is done (actors/ask.ts waits
 // for it). Events that a guard refuses get no answer: the asker checks `can()` first.
 
-import { sendParent } from "xstate";
+import { sendParent, type EventObject, type MachineContext } from "xstate";
 import type { ConcernStartup } from "./plugin.machine.js";
 
-/** For a concern declared with `startup`: its start-up work is done (the plugin becomes ready). */
-export const reportStarted = sendParent((): ConcernStartup => ({ type: "CONCERN.STARTED" }));
-/** For a concern declared with `startup`: its start-up failed (the plugin is destroyed and fails the runtime). */
-export const reportStartFailed = sendParent(({ event }: { event: unknown }): ConcernStartup => ({ type: "CONCERN.START_FAILED", error: (event as { error?: unknown }).error }));
+/** For a concern declared with `startup`: its start-up work is done (the plugin becomes ready). Typed for the machine using it. */
+export const reportStarted = <C extends MachineContext, E extends EventObject>() => sendParent<C, E, undefined, ConcernStartup, E>({ type: "CONCERN.STARTED" });
+
+/** For a concern declared with `startup`: its start-up failed with the event's `error` (the plugin is destroyed and fails the runtime). */
+export const reportStartFailed = <C extends MachineContext, E extends EventObject>() =>
+  sendParent<C, E, undefined, ConcernStartup, E>(({ event }) => ({ type: "CONCERN.START_FAILED", error: (event as { error?: unknown }).error }));
 
 export interface Asked {
   requestId: string;

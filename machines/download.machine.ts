@@ -10,9 +10,8 @@
 // item's last run, success and error are this actor's context. `fetch` and `fetchMissing` are
 // provided by the plugin's control.
 
-import { assign, enqueueActions, fromPromise, sendParent, setup, stateIn } from "xstate";
-import { doneAnswer, type Answer, type Asked } from "./concern.js";
-import type { ConcernStartup } from "./plugin.machine.js";
+import { assign, enqueueActions, fromPromise, setup, stateIn } from "xstate";
+import { doneAnswer, reportStarted, reportStartFailed, type Answer, type Asked } from "./concern.js";
 
 export type DownloadSource = "manual" | "pipeline";
 
@@ -144,10 +143,8 @@ export const downloadMachine = setup({
       for (const id of context.askers) enqueue.emit(doneAnswer(id, { output }));
     }),
     finish: assign({ askers: [], batch: null, queue: [], fetch_started_ms: null }),
-    // machines/concern.ts's reportStarted / reportStartFailed, written here because xstate's action types
-    // do not widen: the shared ones fit only machines without typed events.
-    reportStarted: sendParent((): ConcernStartup => ({ type: "CONCERN.STARTED" })),
-    reportStartFailed: sendParent(({ event }): ConcernStartup => ({ type: "CONCERN.START_FAILED", error: (event as { error?: unknown }).error })),
+    reportStarted: reportStarted<DownloadContext, DownloadEvent>(),
+    reportStartFailed: reportStartFailed<DownloadContext, DownloadEvent>(),
   },
 }).createMachine({
   id: "download",

@@ -16,9 +16,8 @@
 // no writer up (recorderWriterUp → 503 query_recorder_unavailable); a read of the API while the
 // reader threads' queue is full (RECORDS.READ, recorderReadersFree → 503 query_recorder_unavailable).
 
-import { and, assign, emit, fromCallback, fromPromise, sendParent, setup } from "xstate";
-import { doneAnswer, failedAnswer, type Answer, type Asked } from "./concern.js";
-import type { ConcernStartup } from "./plugin.machine.js";
+import { and, assign, emit, fromCallback, fromPromise, setup } from "xstate";
+import { doneAnswer, failedAnswer, reportStarted, reportStartFailed, type Answer, type Asked } from "./concern.js";
 
 export type RecorderEvent =
   | ({ type: "RECORDS.CLEAR" } & Asked)
@@ -88,9 +87,8 @@ export const recorderMachine = setup({
   actions: {
     /** Hands the batch being filled to the writer (held while there is none). */
     flush: () => undefined,
-    // machines/concern.ts's reportStarted / reportStartFailed, typed for this machine's events.
-    reportStarted: sendParent((): ConcernStartup => ({ type: "CONCERN.STARTED" })),
-    reportStartFailed: sendParent(({ event }): ConcernStartup => ({ type: "CONCERN.START_FAILED", error: (event as { error?: unknown }).error })),
+    reportStarted: reportStarted<RecorderContext, RecorderEvent>(),
+    reportStartFailed: reportStartFailed<RecorderContext, RecorderEvent>(),
     start: assign({ requestId: ({ event }) => (event as { requestId?: string }).requestId ?? null }),
     markWriterUp: assign({ writer: "up", failing: 0 }),
     markWriterDown: assign(({ context, event }) => ({ writer: "down" as const, failing: context.failing + 1, last_exit: (event as { error?: string | null }).error ?? "exited" })),

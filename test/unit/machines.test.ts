@@ -169,7 +169,7 @@ function startingConcern() {
   });
   const logic = setup({
     actors: { startUp: fromPromise(() => work) },
-    actions: { reportStarted, reportStartFailed },
+    actions: { reportStarted: reportStarted(), reportStartFailed: reportStartFailed() },
   }).createMachine({
     initial: "starting",
     states: {
