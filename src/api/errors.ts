@@ -54,7 +54,6 @@ export const ERROR_STATUS = {
   cron_job_already_running: 409,
   download_busy: 409,
   query_recorder_busy: 409,
-  operation_not_allowed: 409,
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
   upgrade_not_configured: 409,

@@ -1,6 +1,8 @@
 // The one table from a refusing guard to the API's answer. A handler asks an actor (actors/ask.ts);
 // when the actor's snapshot cannot take the event, the guard that refused it names the error code,
-// and ERROR_STATUS (errors.ts) gives the status. Handlers contain no status decisions.
+// and ERROR_STATUS (errors.ts) gives the status. Handlers contain no status decisions. Guard names
+// are unique across machines; test/unit/refusals.test.ts walks every machine and fails when an event
+// an API route sends can be refused by a guard missing here (or in a state with no transition for it).
 
 import { ActorGoneError, RefusedError } from "../../actors/ask.js";
 import { VALIDATION_MAX_WAITING } from "../../machines/validation.machine.js";
@@ -49,14 +51,13 @@ const GONE_REFUSALS: Record<string, Refusal> = {
   config: { code: "config_save_unavailable", message: "the application is stopping; GET /api/config shows what the file holds" },
 };
 
-/** A refused event with no named guard: the actor has no transition for it in its state. */
-const NO_TRANSITION: Refusal = { code: "operation_not_allowed", message: "not possible in the current state" };
-
 /** The API error for an actor's refusal; other errors pass through unchanged. */
 export function refusalError(err: unknown): unknown {
   if (err instanceof RefusedError) {
-    const r = (err.guard !== null ? GUARD_REFUSALS[err.guard] : undefined) ?? NO_TRANSITION;
-    return new ApiError(r.code, r.message, err.guard === null ? { actor: err.actor, event: err.event } : {});
+    const r = err.guard !== null ? GUARD_REFUSALS[err.guard] : undefined;
+    if (r) return new ApiError(r.code, r.message);
+    // test/unit/refusals.test.ts walks every machine so that this cannot happen for an event the API sends.
+    return new ApiError("internal_error", `${err.actor} refused ${err.event} ${err.guard === null ? "in a state without a transition for it" : `by guard ${err.guard}`}, which has no API code`);
   }
   if (err instanceof ActorGoneError) {
     const gone = GONE_REFUSALS[err.actor];
