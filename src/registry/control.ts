@@ -95,7 +95,12 @@ export interface RoutePlugin<I> {
   readonly type: string;
   /** The instance, for reads that change nothing (entries, lookups); changes go through `concern`. */
   readonly view: I;
-  readonly concern: ConcernHandle | null;
+  /**
+   * The plugin's concern actor. When it has none now (the plugin is being replaced by a reload, or the
+   * process is stopping), snapshot() throws and ask() rejects with ActorGoneError, which the API
+   * answers once, as 503 plugin_unavailable.
+   */
+  readonly concern: ConcernHandle;
 }
 
 export interface PluginRoute<I = never> {

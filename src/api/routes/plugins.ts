@@ -70,6 +70,18 @@ function concernHandle(actor: AnyActorRef, id: string, shared: { host: ApiHost; 
   };
 }
 
+/** The handle of a plugin without a concern actor now: every use is ActorGoneError (503 plugin_unavailable). */
+function missingConcern(tag: string): ConcernHandle {
+  const gone = (): ActorGoneError => new ActorGoneError(`plugin '${tag}'`);
+  return {
+    id: "",
+    snapshot: () => {
+      throw gone();
+    },
+    ask: () => Promise.reject(gone()),
+  };
+}
+
 function sharedOf(host: ApiHost, tag: string, type: string): { host: ApiHost; tag: string; type: string; events: readonly string[] } | null {
   const found = host.catalog.lookup(type);
   const events = "def" in found ? found.def.control?.shared?.events : undefined;
@@ -156,7 +168,8 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
           params: { type: "object", properties: { tag: { type: "string", description: "Plugin tag" }, ...params.properties }, required: ["tag", ...(params.required ?? [])] },
           ...(schema.querystring ? { querystring: schema.querystring } : {}),
           ...(schema.body && route.body !== "raw" ? { body: schema.body } : {}),
-          response: { ...(schema.response ?? {}), ...errorResponses((route.notFound ?? "plugin_route_not_found") as ErrorCode, ...((route.errors ?? []) as ErrorCode[])) },
+          // Any plugin route may reach a plugin being replaced: 503 plugin_unavailable.
+          response: { ...(schema.response ?? {}), ...errorResponses((route.notFound ?? "plugin_route_not_found") as ErrorCode, "plugin_unavailable", ...((route.errors ?? []) as ErrorCode[])) },
         },
         preValidation: async (req: FastifyRequest) => {
           if ((route.body ?? "json") === "json" && route.method !== "GET") req.body = jsonBody(req.body, badBody);
@@ -175,7 +188,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
             tag,
             type: live.type,
             view: live.instance,
-            concern: concern ? concernHandle(concern, (concern as { systemId?: string }).systemId ?? concern.id, sharedOf(host, tag, live.type)) : null,
+            concern: concern ? concernHandle(concern, (concern as { systemId?: string }).systemId ?? concern.id, sharedOf(host, tag, live.type)) : missingConcern(tag),
           };
           if (route.stream && !acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
           const abort = new AbortController();

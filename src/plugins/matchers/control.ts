@@ -54,8 +54,7 @@ const statusRoute: PluginRoute<MatcherPlugin> = {
   summary: "This matcher's runtime mode",
   schema: { response: { 200: statusSchema } },
   handle(_req, plugin) {
-    const snap = plugin.concern?.snapshot();
-    if (!snap) throw new RouteError("plugin_unavailable", `matcher '${plugin.tag}' has no mode actor`);
+    const snap = plugin.concern.snapshot();
     return status(plugin.tag, { mode: modeOf(snap.value), until_ms: (snap.context as MatcherModeContext).until_ms });
   },
 };
@@ -69,7 +68,6 @@ const modeRoute: PluginRoute<MatcherPlugin> = {
   errors: ["invalid_matcher_runtime_mode"],
   schema: { body: modeBody, response: { 200: statusSchema } },
   async handle(req, plugin) {
-    if (!plugin.concern) throw new RouteError("plugin_unavailable", `matcher '${plugin.tag}' has no mode actor`);
     const body = req.body as { mode: MatcherMode; duration?: string | number };
     const out = (await plugin.concern.ask({ type: "MATCHER.SET_MODE", mode: body.mode, duration_ms: durationMs(body.duration), at: Date.now() })) as MatcherModeStatus;
     return status(plugin.tag, out);

@@ -30,7 +30,6 @@ export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
   notFound: "provider_not_found",
   schema: { response: { 200: reloadResponse } },
   async handle(_req, plugin) {
-    if (!plugin.concern) throw new RouteError("provider_not_found", `'${plugin.tag}' is not a loaded provider`);
     try {
       const out = (await plugin.concern.ask({ type: "PROVIDER.RELOAD" })) as ProviderReloadOutput;
       return { ok: true, provider: plugin.tag, rules: out.rules, duration_ms: out.duration_ms };
@@ -65,8 +64,7 @@ export const providerStatusRoute: PluginRoute<ProviderPlugin> = {
   notFound: "provider_not_found",
   schema: { response: { 200: statusResponse } },
   handle(_req, plugin) {
-    const snap = plugin.concern?.snapshot();
-    if (!snap) throw new RouteError("provider_not_found", `'${plugin.tag}' is not a loaded provider`);
+    const snap = plugin.concern.snapshot();
     const ctx = snap.context as ProviderContext;
     // The instance counts what serves now; the actor's figure is what its last reload reported.
     const rules = plugin.view.rules ?? ctx.rules;

@@ -7,7 +7,7 @@
 import { fromCallback, type AnyActorRef } from "xstate";
 import { cronJobMachine, type CronJobContext, type CronRunCancel, type CronRunInput, type CronRunReport } from "../../../../machines/cron-job.machine.js";
 import { cronMachine, type CronContext, type CronRunAccepted } from "../../../../machines/cron.machine.js";
-import { RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import { type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { CronPlugin } from "./index.js";
 import { nextRun } from "./schedule.js";
 
@@ -38,8 +38,7 @@ export function jobStatus(c: CronJobContext): object {
   return { schedule: c.schedule, interval_ms: c.interval_ms, next_run_ms: c.next_run_ms, current_run: c.current, last_manual_run: c.last_manual };
 }
 
-const jobsOf = (plugin: { concern: { snapshot(): { context: unknown } } | null }): Record<string, AnyActorRef> =>
-  ((plugin.concern?.snapshot().context as CronContext | undefined)?.jobs ?? {}) as Record<string, AnyActorRef>;
+const jobsOf = (plugin: { concern: { snapshot(): { context: unknown } } }): Record<string, AnyActorRef> => (plugin.concern.snapshot().context as CronContext).jobs as Record<string, AnyActorRef>;
 
 const routes: PluginRoute<CronPlugin>[] = [
   {
@@ -62,7 +61,6 @@ const routes: PluginRoute<CronPlugin>[] = [
     },
     async handle(req, plugin) {
       const job = req.params.job ?? "";
-      if (!plugin.concern) throw new RouteError("cron_unavailable", `cron '${plugin.tag}' has no job actors (it is being replaced or stopped)`);
       const accepted = (await plugin.concern.ask({ type: "CRON.RUN", job })) as CronRunAccepted;
       return { ok: true, job, status: "started", trigger: "manual", run_id: accepted.run_id };
     },
@@ -71,14 +69,12 @@ const routes: PluginRoute<CronPlugin>[] = [
     method: "GET",
     path: "jobs/status",
     summary: "Every job's schedule, next run, current run and latest manual result",
-    errors: ["cron_unavailable"],
     schema: {
       response: {
         200: { type: "object", required: ["ok", "jobs"], properties: { ok: { type: "boolean" }, jobs: { type: "object", additionalProperties: jobStatusSchema } } },
       },
     },
     handle(_req, plugin) {
-      if (!plugin.concern) throw new RouteError("cron_unavailable", `cron '${plugin.tag}' has no job actors (it is being replaced or stopped)`);
       const jobs = jobsOf(plugin);
       return { ok: true, jobs: Object.fromEntries(plugin.view.jobs.map((j) => [j.job, jobStatus((jobs[j.job]?.getSnapshot() as { context: CronJobContext }).context)])) };
     },

@@ -30,11 +30,6 @@ const resultSchema = {
   properties: { ok: { type: "boolean" }, total: { type: "integer" }, succeeded: { type: "integer" }, failed: { type: "integer" } },
 } as const;
 
-function concernOf(plugin: { tag: string; concern: ConcernHandle | null }): ConcernHandle {
-  if (!plugin.concern) throw new RouteError("plugin_unavailable", `download '${plugin.tag}' has no control actor (it is being replaced or stopped)`);
-  return plugin.concern;
-}
-
 /** Each item: its configuration, the actor's status of it, and the size of its file on disk now (null when there is none). */
 async function list(downloader: Downloader, concern: ConcernHandle): Promise<object[]> {
   const snapshot = concern.snapshot() as { value: unknown; context: DownloadContext };
@@ -58,9 +53,8 @@ const routes: PluginRoute<Downloader>[] = [
     path: "downloads",
     summary: "The configured downloads with their last run, last success, last error and file size",
     schema: { response: { 200: { type: "object", required: ["ok", "items"], properties: { ok: { type: "boolean" }, items: { type: "array", items: itemSchema } } } } },
-    errors: ["plugin_unavailable"],
     async handle(_req, plugin) {
-      return { ok: true, items: await list(plugin.view, concernOf(plugin)) };
+      return { ok: true, items: await list(plugin.view, plugin.concern) };
     },
   },
   {
@@ -69,7 +63,7 @@ const routes: PluginRoute<Downloader>[] = [
     summary: "Download every configured file ({}) or one ({index}); answers when the batch is done",
     description: "ok is false when any file failed (timeouts included); the previous file of a failed item is unchanged. A batch already running (manual, pipeline or cron) makes this 409 download_busy.",
     invalidBody: "invalid_download_request",
-    errors: ["invalid_download_request", "download_index_out_of_range", "download_busy", "plugin_unavailable"],
+    errors: ["invalid_download_request", "download_index_out_of_range", "download_busy"],
     schema: {
       body: { type: "object", additionalProperties: false, properties: { index: { type: "integer", minimum: 0 } } },
       response: { 200: resultSchema },
@@ -79,7 +73,7 @@ const routes: PluginRoute<Downloader>[] = [
       if (index !== null && index >= plugin.view.items.length) {
         throw new RouteError("download_index_out_of_range", `index ${index} is out of range: '${plugin.tag}' has ${plugin.view.items.length} downloads (0-${plugin.view.items.length - 1})`);
       }
-      const result = (await concernOf(plugin).ask({ type: "DOWNLOAD.RUN", index, source: "manual" })) as DownloadResult;
+      const result = (await plugin.concern.ask({ type: "DOWNLOAD.RUN", index, source: "manual" })) as DownloadResult;
       return { ok: result.failed === 0, ...result };
     },
   },

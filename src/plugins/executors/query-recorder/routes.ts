@@ -3,7 +3,7 @@
 // reader threads' queue is full) and answered by reader threads as JSON text; the delete goes
 // through the actor (one at a time, only with a running writer).
 
-import { RefusedError, ActorGoneError, jsonReply, RouteError, sseReply, type ConcernHandle, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
+import { RefusedError, ActorGoneError, jsonReply, RouteError, sseReply, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
 import type { QueryRecorder } from "./executor.js";
 import { parseFilter, type PluginKind, type ReadRequest } from "./filters.js";
 import { HOUR_MS, MINUTE_MS } from "./rollups.js";
@@ -73,14 +73,10 @@ const keyRows = { type: "object", properties: { ...ok, sample_size: { type: "int
 
 const READ_ERRORS = ["query_recorder_unavailable"];
 
-const concernOf = (plugin: RoutePlugin<QueryRecorder>): ConcernHandle => {
-  if (!plugin.concern) throw new RouteError("plugin_unavailable", `query recorder '${plugin.tag}' has no control actor`);
-  return plugin.concern;
-};
 
 /** Admitted by the actor (a refusal names its guard), then read on a reader thread. */
 async function read(plugin: RoutePlugin<QueryRecorder>, request: ReadRequest): Promise<object> {
-  await concernOf(plugin).ask({ type: "RECORDS.READ" });
+  await plugin.concern.ask({ type: "RECORDS.READ" });
   return jsonReply(await plugin.view.read(request));
 }
 
@@ -141,7 +137,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     errors: ["query_recorder_busy", "query_recorder_unavailable"],
     schema: { response: { 200: { type: "object", properties: { ...ok, cleared_records: { type: "integer" } } } } },
     async handle(_req, plugin) {
-      const concern = concernOf(plugin);
+      const concern = plugin.concern;
       try {
         return { ok: true, cleared_records: (await concern.ask({ type: "RECORDS.CLEAR" })) as number };
       } catch (err) {
