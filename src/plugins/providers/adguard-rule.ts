@@ -8,7 +8,7 @@ import type { AdguardIndex } from "../../engine/rules/adguard/index.js";
 import { adguardInlineProblems, loadAdguardIndex, type AdguardArgs } from "../../engine/rules/adguard/load.js";
 import type { Slicer } from "../../engine/rules/slicer.js";
 import { definePlugin } from "../../registry/types.js";
-import { Snapshot } from "./reload.js";
+import { ServingRules } from "./reload.js";
 
 export const adguardRule = definePlugin<AdguardArgs, "provider">({
   type: "adguard_rule",
@@ -37,7 +37,7 @@ export const adguardRule = definePlugin<AdguardArgs, "provider">({
         },
         slicer,
       );
-    const snapshot = await Snapshot.load("adguard_rule", ctx, build);
+    const snapshot = await ServingRules.load("adguard_rule", ctx, build);
     return {
       containsName(name: string): boolean {
         return snapshot.current.blocks(name, -1);

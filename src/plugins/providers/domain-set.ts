@@ -7,7 +7,7 @@ import { domainProvider } from "../../engine/rules/rule-list.js";
 import type { Slicer } from "../../engine/rules/slicer.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
 import { definePlugin } from "../../registry/types.js";
-import { Snapshot } from "./reload.js";
+import { ServingRules } from "./reload.js";
 import { setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
 
 interface DomainSetArgs {
@@ -33,7 +33,7 @@ export const domainSet = definePlugin<DomainSetArgs, "provider">({
       await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule, true), slicer);
       return builder.buildSliced(slicer);
     };
-    const snapshot = await Snapshot.load("domain_set", ctx, build);
+    const snapshot = await ServingRules.load("domain_set", ctx, build);
     const sets = args.sets.map((entry, i) => domainProvider(ctx, setTag(entry), ["sets", i]));
     // A referenced set that understands whole questions is asked with the question, not just the name.
     const setQuestion = args.sets.map((entry, i) => {

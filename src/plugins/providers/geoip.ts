@@ -8,9 +8,9 @@ import { geoSchema, ipSelection, readGeoFile, requireCodes, selectorProblems, ty
 import { listCodes, readGeoIp } from "./geo/dat.js";
 import { isMmdb, MmdbError, readMmdbCountries } from "./geo/mmdb.js";
 import { ProtobufError } from "./geo/protobuf.js";
-import { Snapshot } from "./reload.js";
+import { ServingRules } from "./reload.js";
 
-interface GeoIpSnapshot {
+interface GeoIpRules {
   set: IpPrefixSet;
   /** Lists with reverse_match: an address matches when it is NOT in one of them. */
   reverse: IpPrefixSet[];
@@ -18,7 +18,7 @@ interface GeoIpSnapshot {
   skipped: number;
 }
 
-async function buildGeoIp(buf: Buffer, args: GeoArgs, slicer: Slicer, warn: (skipped: number, first: string) => void): Promise<GeoIpSnapshot> {
+async function buildGeoIp(buf: Buffer, args: GeoArgs, slicer: Slicer, warn: (skipped: number, first: string) => void): Promise<GeoIpRules> {
   const selection = ipSelection(args.selectors);
   const main = new IpPrefixSetBuilder();
   if (isMmdb(buf)) {
@@ -74,11 +74,11 @@ export const geoip = definePlugin<GeoArgs, "provider">({
   schema: geoSchema,
   check: (args) => selectorProblems(args.selectors, false),
   async create(args, ctx) {
-    const build = async (slicer: Slicer): Promise<GeoIpSnapshot> => {
+    const build = async (slicer: Slicer): Promise<GeoIpRules> => {
       const buf = await readGeoFile(ctx.resolvePath(args.file), args.file);
       return buildGeoIp(buf, args, slicer, (skipped, first) => ctx.log.warn({ file: args.file, skipped, first }, `geoip: skipped ${skipped} malformed CIDR(s); first: ${first}`));
     };
-    const snapshot = await Snapshot.load("geoip", ctx, build);
+    const snapshot = await ServingRules.load("geoip", ctx, build);
     return {
       containsIp(ip: Uint8Array): boolean {
         const s = snapshot.current;

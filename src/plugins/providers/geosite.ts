@@ -8,11 +8,11 @@ import { ArgError, definePlugin } from "../../registry/types.js";
 import { readGeoFile, requireCodes, selectorProblems, siteSelection, geoSchema, type GeoArgs } from "./geo/args.js";
 import { listCodes, readGeoSite } from "./geo/dat.js";
 import { ProtobufError } from "./geo/protobuf.js";
-import { Snapshot } from "./reload.js";
+import { ServingRules } from "./reload.js";
 
 const PREFIX = ["keyword:", "regexp:", "domain:", "full:"];
 
-interface GeoSiteSnapshot {
+interface GeoSiteRules {
   table: DomainTable<true>;
   size: number;
   skipped: number;
@@ -27,7 +27,7 @@ export const geosite = definePlugin<GeoArgs, "provider">({
   check: (args) => selectorProblems(args.selectors, true),
   async create(args, ctx) {
     const selection = siteSelection(args.selectors);
-    const build = async (slicer: Slicer): Promise<GeoSiteSnapshot> => {
+    const build = async (slicer: Slicer): Promise<GeoSiteRules> => {
       const buf = await readGeoFile(ctx.resolvePath(args.file), args.file);
       const builder = new DomainTableBuilder<true>("domain");
       let skipped = 0;
@@ -53,7 +53,7 @@ export const geosite = definePlugin<GeoArgs, "provider">({
       const table = await builder.buildSliced(slicer);
       return { table, size: table.size, skipped };
     };
-    const snapshot = await Snapshot.load("geosite", ctx, build);
+    const snapshot = await ServingRules.load("geosite", ctx, build);
     return {
       containsName(name: string): boolean {
         return snapshot.current.table.has(name);

@@ -5,7 +5,7 @@ import { ipProvider } from "../../engine/rules/rule-list.js";
 import type { Slicer } from "../../engine/rules/slicer.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
 import { definePlugin } from "../../registry/types.js";
-import { Snapshot } from "./reload.js";
+import { ServingRules } from "./reload.js";
 import { setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
 
 interface IpSetArgs {
@@ -31,7 +31,7 @@ export const ipSet = definePlugin<IpSetArgs, "provider">({
       await loadRuleTokens(tokens, (p) => ctx.resolvePath(p), (rule) => builder.add(rule), slicer);
       return builder.buildSliced(slicer);
     };
-    const snapshot = await Snapshot.load("ip_set", ctx, build);
+    const snapshot = await ServingRules.load("ip_set", ctx, build);
     const sets = args.sets.map((entry, i) => ipProvider(ctx, setTag(entry), ["sets", i]));
     return {
       containsIp(ip: Uint8Array): boolean {

@@ -16,7 +16,7 @@ export interface Countable {
 }
 
 /** The part of a plugin's CreateContext a snapshot needs. */
-export interface SnapshotEnv {
+export interface ServingRulesEnv {
   readonly tag: string;
   readonly log: Logger;
   readonly services: { readonly metrics: MetricsHub };
@@ -30,7 +30,7 @@ interface ProviderCells {
   reloadError: Cell;
 }
 
-function cells(env: SnapshotEnv): ProviderCells {
+function cells(env: ServingRulesEnv): ProviderCells {
   const m = env.services.metrics;
   const labels = { plugin_tag: env.tag };
   const reloads = m.counter("provider_reload_total", "Provider reloads by result (ok: new rules serving; error: the previous rules kept)", ["plugin_tag", "result"]);
@@ -46,8 +46,8 @@ function cells(env: SnapshotEnv): ProviderCells {
 /** Builds a provider's rules, pausing whenever `slicer` says the slice has used its time. */
 export type SlicedBuild<T> = (slicer: Slicer) => Promise<T>;
 
-/** What a provider serves from: built once at start, rebuilt and swapped by reload. */
-export class Snapshot<T extends Countable> {
+/** The rules a provider serves from: built once at start, rebuilt and swapped by a reload (not an actor snapshot). */
+export class ServingRules<T extends Countable> {
   private constructor(
     /** Read by the data plane; replaced by one reference assignment. */
     public current: T,
@@ -57,11 +57,11 @@ export class Snapshot<T extends Countable> {
     private readonly cells: ProviderCells,
   ) {}
 
-  static async load<T extends Countable>(kind: string, env: SnapshotEnv, build: SlicedBuild<T>): Promise<Snapshot<T>> {
+  static async load<T extends Countable>(kind: string, env: ServingRulesEnv, build: SlicedBuild<T>): Promise<ServingRules<T>> {
     const started = performance.now();
     const first = await build(new Slicer());
     const ms = performance.now() - started;
-    const snapshot = new Snapshot(first, build, env.log, kind, cells(env));
+    const snapshot = new ServingRules(first, build, env.log, kind, cells(env));
     snapshot.record(ms);
     env.log.info({ rules: first.size, ...(first.skipped ? { skipped: first.skipped } : {}), ms: Math.round(ms) }, `${kind} loaded`);
     return snapshot;
