@@ -1,4 +1,4 @@
-// Provider snapshots: built once at start, rebuilt and swapped by a reload. The new snapshot
+// A provider's serving rules: built once at start, rebuilt and swapped by a reload. The new set
 // replaces the old one only when the rebuild succeeds, so queries always see a complete set. One
 // reload at a time is the provider actor's rule (machines/provider.machine.ts), not this file's.
 // Every provider reports its rule count, skipped rules, build time and reloads as metrics here.
@@ -9,13 +9,13 @@ import { Slicer } from "../../engine/rules/slicer.js";
 import type { Cell, MetricsHub } from "../../observability/metrics.js";
 import type { Logger } from "../../observability/logger.js";
 
-/** What a snapshot must tell: rules in force, and (where the format has them) rules skipped. */
+/** What a rule set must tell: rules in force, and (where the format has them) rules skipped. */
 export interface Countable {
   readonly size: number;
   readonly skipped?: number;
 }
 
-/** The part of a plugin's CreateContext a snapshot needs. */
+/** The part of a plugin's CreateContext the serving rules need. */
 export interface ServingRulesEnv {
   readonly tag: string;
   readonly log: Logger;
