@@ -60,6 +60,13 @@ export interface CacheContext extends CacheInput {
   last_persist_error: string | null;
 }
 
+/**
+ * What the context starts from without input: xstate's pure transition() and initialTransition()
+ * build an inert actor of the machine with no input, and an undefined delay would be taken at once
+ * (the self-reentering sweep would then loop forever).
+ */
+const NO_INPUT: CacheInput = { tag: "", persistent: false, persistIntervalMs: 600_000, sweepIntervalMs: 30_000 };
+
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 const outputOf = <T>(event: unknown): T => (event as { output: T }).output;
 
@@ -115,7 +122,7 @@ export const cacheMachine = setup({
   id: "cache",
   initial: "starting",
   context: ({ input }) => ({
-    ...input,
+    ...((input as CacheInput | undefined) ?? NO_INPUT),
     requestId: null,
     operation: null,
     stopRequest: null,
@@ -132,6 +139,7 @@ export const cacheMachine = setup({
     // The plugin (and the runtime's next plugin) is ready once the dump is in.
     loading: {
       invoke: {
+        id: "loadDump",
         src: "loadDump",
         onDone: { target: "running", actions: ["recordLoaded", "reportStarted"] },
         onError: { target: "running", actions: ["recordLoadError", "reportStarted"] },
@@ -142,7 +150,7 @@ export const cacheMachine = setup({
     running: {
       type: "parallel",
       // In the background: a slow or unreachable Redis must not hold up the start.
-      invoke: { src: "loadShared", onDone: { actions: "recordShared" } },
+      invoke: { id: "loadShared", src: "loadShared", onDone: { actions: "recordShared" } },
       on: { "CACHE.STOP": { actions: "recordStop" } },
       // A stop waits until no operation or persist runs.
       always: [
@@ -162,6 +170,7 @@ export const cacheMachine = setup({
             idle: { entry: assign({ requestId: null, operation: null }) },
             working: {
               invoke: {
+                id: "operate",
                 src: "operate",
                 // The operation (a dump's byte stream included) travels as input only, never into context.
                 input: ({ event }) => {
@@ -187,7 +196,7 @@ export const cacheMachine = setup({
               },
             },
             persisting: {
-              invoke: { src: "persist", onDone: { target: "waiting", actions: "recordPersist" }, onError: { target: "waiting", actions: "recordPersistError" } },
+              invoke: { id: "persist", src: "persist", onDone: { target: "waiting", actions: "recordPersist" }, onError: { target: "waiting", actions: "recordPersistError" } },
             },
             off: {},
           },
@@ -200,7 +209,7 @@ export const cacheMachine = setup({
     },
     // The last write of dump_file; the instance is destroyed after the answer.
     stopping: {
-      invoke: { src: "persist", onDone: { target: "stopped", actions: "recordPersist" }, onError: { target: "stopped", actions: "recordPersistError" } },
+      invoke: { id: "persist", src: "persist", onDone: { target: "stopped", actions: "recordPersist" }, onError: { target: "stopped", actions: "recordPersistError" } },
     },
     // Not final: the actor lives until its plugin stops it, refusing operations.
     stopped: { entry: "answerStopped" },
