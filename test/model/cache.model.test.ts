@@ -97,7 +97,7 @@ function timersWithoutChanges(events: ModelEvent[]): number {
   const snaps = replay(events);
   for (const [i, e] of events.entries()) {
     if (e.type === AFTER_PERSIST) {
-      dirty ||= (e).changed;
+      dirty ||= e.changed;
       if (!dirty) n++;
     }
     if (e.type === "xstate.done.actor.operate" && snaps[i - 1].context.operation !== "CACHE.DUMP") dirty = true;

@@ -3,7 +3,6 @@
 // API routes call: start-up load, sweep, persist, dump, load, flush.
 
 import { randomBytes } from "node:crypto";
-import { open } from "node:fs/promises";
 import { DnsResponse } from "../../../dns/response.js";
 import type { DnsContext } from "../../../engine/context.js";
 import { isPromise, runNext, Step, type Continuation, type StepResult } from "../../../engine/types.js";
@@ -14,6 +13,7 @@ import { makeEntry, type AdmitPolicy } from "./admit.js";
 import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
 import { Slicer } from "../../../engine/rules/slicer.js";
 import { decodeDumpStream, encodeDump, writeFileAtomic } from "./dump.js";
+import { readDumpFile } from "./dump-file.js";
 import { InvalidEntryIdError } from "./errors.js";
 import { keyFromId, keyString, requestBits, requestEcs, type KeyParts } from "./key.js";
 import type { RedisTier } from "./redis-tier.js";
@@ -299,35 +299,10 @@ export class CacheExecutor implements ExecutorPlugin {
   async loadDumpFile(signal: AbortSignal): Promise<number> {
     const file = this.options.dumpFile;
     if (file === null) return 0;
-    let fh: Awaited<ReturnType<typeof open>>;
-    try {
-      fh = await open(file, "r");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
-      this.log.warn({ file, err: (err as Error).message }, "cache dump could not be read; starting empty");
-      return 0;
-    }
-    try {
-      const st = await fh.stat();
-      if (st.isFile() && st.size === 0) return 0;
-      // Streamed and decoded in slices: a reload re-reads the file while the old runtime serves DNS.
-      const stream = fh.createReadStream({ highWaterMark: 256 * 1024, autoClose: false });
-      const cancel = (): void => void stream.destroy(new Error("cache stopped before its dump was loaded"));
-      signal.addEventListener("abort", cancel, { once: true });
-      try {
-        const n = await this.load(stream);
-        this.changes = 0;
-        this.log.info({ file, entries: n }, "cache dump loaded");
-        return n;
-      } finally {
-        signal.removeEventListener("abort", cancel);
-      }
-    } catch (err) {
-      if (!signal.aborted) this.log.warn({ file, err: (err as Error).message }, "cache dump ignored; starting empty");
-      return 0;
-    } finally {
-      await fh.close().catch(() => undefined);
-    }
+    const n = await readDumpFile(file, (source) => this.load(source), this.log, signal);
+    // What the file holds is saved already (nothing else changes the cache before it is ready).
+    this.changes = 0;
+    return n;
   }
 
   /** Writes the dump to dump_file now (atomically); returns the entries written. The actor runs one write at a time. */
