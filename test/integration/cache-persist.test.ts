@@ -101,7 +101,6 @@ test("dumps are written atomically: a reader never sees a partial file and no te
     new MetricsHub({ processMetrics: false }),
     silentLogger(),
   );
-  await cache.init();
   const next = localAnswer();
   for (let i = 0; i < 2000; i++) run(cache, queryContext(`name-number-${i}.atomic.example`), next);
   let reads = 0;

@@ -193,7 +193,7 @@ test("GET /api/plugins, /api/actors and /api/openapi.json show the plugins, thei
   const states = new Map((await actors()).map((a) => [a.id, a.state]));
   for (const tag of ["big", "x", "m", "rl", "main", "udp"]) expect(states.get(`runtime:${g}/plugin:${tag}`), tag).toBe("ready");
   expect(states.get(`runtime:${g}/plugin:big/provider:big`)).toBe("idle");
-  expect(states.get(`runtime:${g}/plugin:x/cache:x`)).toBe("idle");
+  expect(states.get(`runtime:${g}/plugin:x/cache:x`)).toEqual({ running: { ops: "idle", saver: "off", sweeper: "waiting" } });
   expect(states.get(`runtime:${g}/plugin:m/matcher:m`)).toBe("normal");
   expect([...states.keys()].filter((id) => id.startsWith(`runtime:${g}/plugin:rl/`))).toEqual([]);
   // The matcher's state follows a mode change.

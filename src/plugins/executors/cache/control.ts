@@ -1,13 +1,14 @@
-// The cache's control plane: a `cache:<tag>` actor that runs flush, delete, dump and load one at a
-// time (machines/cache.machine.ts), and the routes under /api/plugins/<tag>/. Entry listing reads
-// the cache directly; everything that changes it goes through the actor.
+// The cache's control plane: a `cache:<tag>` actor (machines/cache.machine.ts) that loads dump_file
+// at start, runs flush, delete, dump and load one at a time, sweeps, and writes dump_file
+// periodically and at stop; and the routes under /api/plugins/<tag>/. Entry listing reads the cache
+// directly; everything that changes it goes through the actor.
 
 import { fromPromise } from "xstate";
-import { cacheMachine, type CacheOperation } from "../../../../machines/cache.machine.js";
+import { cacheMachine, type CacheInput, type CacheOperation, type PersistDone } from "../../../../machines/cache.machine.js";
 import { bytesReply, RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import { CURSOR_MAX_LENGTH, DEFAULT_PAGE, MAX_PAGE } from "./api.js";
 import { CacheApiError } from "./errors.js";
-import type { CacheExecutor } from "./executor.js";
+import { SWEEP_INTERVAL_MS, type CacheExecutor } from "./executor.js";
 
 /**
  * load_dump's own body limit (the API's body_bytes does not apply): a dump of a large cache is big.
@@ -162,8 +163,19 @@ const routes: PluginRoute<CacheExecutor>[] = [
 export const cacheControl: PluginControl<CacheExecutor> = {
   concern: (cache, env) => ({
     id: `cache:${env.tag}`,
-    logic: cacheMachine.provide({ actors: { operate: fromPromise(({ input }: { input: CacheOperation }) => operate(cache, input)) } }),
-    input: { tag: env.tag },
+    logic: cacheMachine.provide({
+      actors: {
+        loadDump: fromPromise(({ signal }) => cache.loadDumpFile(signal)),
+        loadShared: fromPromise(({ signal }) => cache.loadFromTier(signal)),
+        operate: fromPromise(({ input }: { input: CacheOperation }) => operate(cache, input)),
+        persist: fromPromise(async (): Promise<PersistDone> => ({ entries: await cache.persist(), at_ms: Date.now() })),
+      },
+      guards: { cacheChanged: () => cache.unsavedChanges > 0 },
+      actions: { sweep: () => void cache.sweep(performance.now()) },
+    }),
+    input: { tag: env.tag, persistent: cache.persistent, persistIntervalMs: cache.dumpIntervalMs, sweepIntervalMs: SWEEP_INTERVAL_MS } satisfies CacheInput,
+    // The first query after a start or reload already sees the dump's entries.
+    startup: cache.persistent,
   }),
   routes,
   // The member that was asked has cleared the shared Redis level; the others clear their own memory.

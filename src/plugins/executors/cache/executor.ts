@@ -1,18 +1,19 @@
 // The cache executor: lookup and hit serving (hot path), admission after a miss, serve-stale with
-// one background refresh per key, periodic sweep and dump, and the functions the API routes call.
+// one background refresh per key, and the operations its actor (machines/cache.machine.ts) and the
+// API routes call: start-up load, sweep, persist, dump, load, flush.
 
 import { randomBytes } from "node:crypto";
-import { open } from "node:fs/promises";
 import { DnsResponse } from "../../../dns/response.js";
 import type { DnsContext } from "../../../engine/context.js";
 import { isPromise, runNext, Step, type Continuation, type StepResult } from "../../../engine/types.js";
 import type { Logger } from "../../../observability/logger.js";
 import type { MetricsHub } from "../../../observability/metrics.js";
-import type { ExecutorPlugin } from "../../../registry/types.js";
+import type { ControlHandle, ExecutorPlugin } from "../../../registry/types.js";
 import { makeEntry, type AdmitPolicy } from "./admit.js";
 import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
 import { Slicer } from "../../../engine/rules/slicer.js";
 import { decodeDumpStream, encodeDump, writeFileAtomic } from "./dump.js";
+import { readDumpFile } from "./dump-file.js";
 import { InvalidEntryIdError } from "./errors.js";
 import { keyFromId, keyString, requestBits, requestEcs, type KeyParts } from "./key.js";
 import type { RedisTier } from "./redis-tier.js";
@@ -40,6 +41,7 @@ export interface CacheOptions {
 /** RFC 8767 §4 suggests 30 s for stale answers: clients come back soon and get the refreshed one. */
 export const STALE_ANSWER_TTL = 30;
 export const REFRESH_TIMEOUT_MS = 5000;
+/** Expired entries are also dropped when looked up; the sweep frees those nobody asks for again. */
 export const SWEEP_INTERVAL_MS = 30_000;
 
 export class CacheExecutor implements ExecutorPlugin {
@@ -52,8 +54,7 @@ export class CacheExecutor implements ExecutorPlugin {
   private readonly policy: AdmitPolicy;
   /** Inserts, deletions, flushes and loads since the last dump written. */
   private changes = 0;
-  private saving: Promise<void> = Promise.resolve();
-  private timers: NodeJS.Timeout[] = [];
+  /** Set by destroy: answers that arrive after it (refreshes, Redis reads) are not stored. */
   private destroyed = false;
   private readonly tier: RedisTier | null;
   /** Signs the paging cursors this cache hands out. */
@@ -63,6 +64,8 @@ export class CacheExecutor implements ExecutorPlugin {
     private readonly options: CacheOptions,
     metrics: MetricsHub,
     private readonly log: Logger,
+    /** The cache:<tag> actor that runs this instance's persistence (none for an instance made outside a runtime). */
+    private readonly self: ControlHandle | null = null,
   ) {
     this.store = new LruStore(options.size);
     this.stats = cacheStats(metrics, options.tag);
@@ -248,80 +251,74 @@ export class CacheExecutor implements ExecutorPlugin {
     else complete();
   }
 
-  // ---- lifecycle --------------------------------------------------------------------------------
+  // ---- lifecycle (run by the cache:<tag> actor, machines/cache.machine.ts) ----------------------
 
-  async init(): Promise<void> {
-    const file = this.options.dumpFile;
-    if (file !== null) await this.loadFile(file);
-    // In the background: a slow or unreachable Redis must not hold up the start.
-    if (this.tier !== null && this.options.loadAtStart === true) void this.loadFromTier(this.tier);
-    const sweep = setInterval(() => {
-      this.store.sweep(performance.now());
-      this.stats.entries.value = this.store.size;
-    }, SWEEP_INTERVAL_MS);
-    sweep.unref();
-    this.timers.push(sweep);
-    if (file !== null) {
-      const dump = setInterval(() => {
-        if (this.changes > 0) this.persist().catch(() => undefined);
-      }, this.options.dumpIntervalMs);
-      dump.unref();
-      this.timers.push(dump);
-    }
-  }
-
+  /**
+   * Asks the actor to wind down (it waits for a running operation or persist, then writes dump_file
+   * a last time) before the Redis link goes. Refreshes still in flight finish unseen.
+   */
   async destroy(): Promise<void> {
-    // Refreshes still in flight finish unseen; the dump below is the final state.
     this.destroyed = true;
-    for (const t of this.timers) clearInterval(t);
-    this.timers = [];
-    if (this.options.dumpFile !== null) await this.persist().catch(() => undefined);
+    await this.self?.ask({ type: "CACHE.STOP" }).catch(() => undefined);
     await this.options.releaseTier?.();
   }
 
-  private async loadFromTier(tier: RedisTier): Promise<void> {
-    const n = await loadShared(tier, this.store.capacity - this.store.size, (key, value) => !this.destroyed && this.store.find(key.qname, key.qtype, key.qclass, key.bits, key.ecs) === undefined && this.adopt(key, value) !== null);
+  get persistent(): boolean {
+    return this.options.dumpFile !== null;
+  }
+
+  get dumpIntervalMs(): number {
+    return this.options.dumpIntervalMs;
+  }
+
+  /** Inserts, deletions, flushes and loads that dump_file does not have yet. */
+  get unsavedChanges(): number {
+    return this.changes;
+  }
+
+  /** Drops expired entries; returns how many. */
+  sweep(now: number): number {
+    const n = this.store.sweep(now);
+    this.stats.entries.value = this.store.size;
+    return n;
+  }
+
+  /** Fills the local cache from Redis (null: no tier, load_at_start off, or Redis unavailable); stops taking entries on `signal`. */
+  async loadFromTier(signal: AbortSignal): Promise<number | null> {
+    const tier = this.tier;
+    if (tier === null || this.options.loadAtStart !== true) return null;
+    const n = await loadShared(tier, this.store.capacity - this.store.size, (key, value) => !signal.aborted && this.store.find(key.qname, key.qtype, key.qclass, key.bits, key.ecs) === undefined && this.adopt(key, value) !== null);
     if (n !== null) this.log.info({ target: "redis", redis: tier.link.target, entries: n }, "cache entries loaded from redis");
+    return n;
   }
 
-  private async loadFile(file: string): Promise<void> {
-    let fh: Awaited<ReturnType<typeof open>>;
-    try {
-      fh = await open(file, "r");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      this.log.warn({ file, err: (err as Error).message }, "cache dump could not be read; starting empty");
-      return;
-    }
-    try {
-      if ((await fh.stat()).size === 0) return;
-      // Streamed and decoded in slices: a reload re-reads the file while the old runtime serves DNS.
-      const n = await this.load(fh.createReadStream({ highWaterMark: 256 * 1024, autoClose: false }));
-      this.changes = 0;
-      this.log.info({ file, entries: n }, "cache dump loaded");
-    } catch (err) {
-      this.log.warn({ file, err: (err as Error).message }, "cache dump ignored; starting empty");
-    } finally {
-      await fh.close().catch(() => undefined);
-    }
-  }
-
-  /** Writes the dump to dump_file now (atomically); one write at a time. */
-  persist(): Promise<void> {
+  /**
+   * Loads dump_file (the start-up load): the entries taken, 0 when there is none or it is unreadable
+   * or corrupt (logged; the cache starts empty). `signal` cancels a load still reading.
+   */
+  async loadDumpFile(signal: AbortSignal): Promise<number> {
     const file = this.options.dumpFile;
-    if (file === null) return Promise.reject(new Error("cache has no dump_file"));
-    const run = this.saving.then(async () => {
-      const pending = this.changes;
-      try {
-        await writeFileAtomic(file, this.dump());
-      } catch (err) {
-        this.log.warn({ file, err: (err as Error).message }, "cache dump could not be written");
-        throw err;
-      }
-      this.changes -= pending;
-    });
-    this.saving = run.catch(() => undefined);
-    return run;
+    if (file === null) return 0;
+    const n = await readDumpFile(file, (source) => this.load(source), this.log, signal);
+    // What the file holds is saved already (nothing else changes the cache before it is ready).
+    this.changes = 0;
+    return n;
+  }
+
+  /** Writes the dump to dump_file now (atomically); returns the entries written. The actor runs one write at a time. */
+  async persist(): Promise<number> {
+    const file = this.options.dumpFile;
+    if (file === null) throw new Error("cache has no dump_file");
+    const pending = this.changes;
+    const size = this.store.size;
+    try {
+      await writeFileAtomic(file, this.dump());
+    } catch (err) {
+      this.log.warn({ file, err: (err as Error).message }, "cache dump could not be written");
+      throw err;
+    }
+    this.changes -= pending;
+    return size;
   }
 
   // ---- API-facing functions (each route is a one-liner over these) -----------------------------

@@ -119,6 +119,7 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
       },
       ctx.services.metrics,
       ctx.log,
+      ctx.control(ctx.tag),
     );
   },
 });
