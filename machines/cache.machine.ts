@@ -15,9 +15,8 @@
 // An unreadable or corrupt dump is logged by the load, which then reports 0 entries: the cache
 // starts empty and start-up still reports started.
 
-import { and, assign, emit, fromPromise, not, sendParent, setup, stateIn } from "xstate";
-import { doneAnswer, failedAnswer, type Answer, type Asked } from "./concern.js";
-import type { ConcernStartup } from "./plugin.machine.js";
+import { and, assign, emit, fromPromise, not, setup, stateIn } from "xstate";
+import { doneAnswer, failedAnswer, reportStarted, type Answer, type Asked } from "./concern.js";
 
 /** `from_peer`: a flush made on another instance of the cluster (that one already cleared the shared Redis level). */
 /** `source`: the dump's bytes as they arrive (the request body, read only by the load itself). */
@@ -91,6 +90,8 @@ export const cacheMachine = setup({
     /** No API operation runs and no persist writes (HTTP 409 cache_busy). */
     cacheIdle: and([stateIn({ running: { ops: "idle" } }), not(stateIn({ running: { saver: "persisting" } }))]),
     cacheOpsIdle: stateIn({ running: { ops: "idle" } }),
+    /** Past its start-up load and not stopping (HTTP 503 plugin_unavailable: the plugin is being made or replaced). */
+    cacheRunning: stateIn("running"),
     /** The instance has changes that dump_file does not have yet (provided: the instance's count). */
     cacheChanged: () => false,
     stopAsked: ({ context }) => context.stopRequest !== null,
@@ -103,8 +104,7 @@ export const cacheMachine = setup({
     start: assign({ requestId: ({ event }) => event.requestId, operation: ({ event }) => event.type }),
     answerDone: emit(({ context, event }) => doneAnswer(context.requestId, event)),
     answerFailed: emit(({ context, event }) => failedAnswer(context.requestId, event)),
-    // As concern.ts's reportStarted, typed for this machine's events.
-    reportStarted: sendParent((): ConcernStartup => ({ type: "CONCERN.STARTED" })),
+    reportStarted: reportStarted<CacheContext, CacheEvent>(),
     recordLoaded: assign({ loaded_at_start: ({ event }) => outputOf<number>(event) }),
     recordLoadError: assign({ load_error: ({ event }) => errorText((event as { error?: unknown }).error) }),
     recordShared: assign({ loaded_from_redis: ({ event }) => outputOf<number | null>(event) }),
@@ -134,6 +134,13 @@ export const cacheMachine = setup({
     last_persist_entries: null,
     last_persist_error: null,
   }),
+  // The API's operations, answered in every state: taken only while running with nothing else under way.
+  on: {
+    "CACHE.FLUSH": { guard: and(["cacheRunning", "cacheIdle"]), target: ".running.ops.working", actions: "start" },
+    "CACHE.DELETE": { guard: and(["cacheRunning", "cacheIdle"]), target: ".running.ops.working", actions: "start" },
+    "CACHE.DUMP": { guard: and(["cacheRunning", "cacheIdle"]), target: ".running.ops.working", actions: "start" },
+    "CACHE.LOAD": { guard: and(["cacheRunning", "cacheIdle"]), target: ".running.ops.working", actions: "start" },
+  },
   states: {
     starting: { always: [{ guard: "persistent", target: "loading" }, { target: "running" }] },
     // The plugin (and the runtime's next plugin) is ready once the dump is in.
@@ -160,12 +167,6 @@ export const cacheMachine = setup({
       states: {
         ops: {
           initial: "idle",
-          on: {
-            "CACHE.FLUSH": { guard: "cacheIdle", target: ".working", actions: "start" },
-            "CACHE.DELETE": { guard: "cacheIdle", target: ".working", actions: "start" },
-            "CACHE.DUMP": { guard: "cacheIdle", target: ".working", actions: "start" },
-            "CACHE.LOAD": { guard: "cacheIdle", target: ".working", actions: "start" },
-          },
           states: {
             idle: { entry: assign({ requestId: null, operation: null }) },
             working: {

@@ -31,6 +31,7 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   // provider:<tag> (machines/provider.machine.ts)
   providerIdle: { code: "provider_reload_busy", message: "this provider is already reloading; the request was not queued" },
   // cache:<tag> (machines/cache.machine.ts)
+  cacheRunning: { code: "plugin_unavailable", message: "this cache is loading its dump or stopping (its plugin is being made or replaced); ask again" },
   cacheIdle: { code: "cache_busy", message: "another operation on this cache is running; retry once it has finished" },
   // cron:<tag> and its jobs (machines/cron.machine.ts, machines/cron-job.machine.ts)
   cronAccepting: { code: "cron_unavailable", message: "this cron plugin is stopping (reload or shutdown); no run can start" },
