@@ -5,6 +5,7 @@
 // may have been missed meanwhile).
 
 import { useEffect, useRef } from "preact/hooks";
+import type { ActorFrame } from "./shapes";
 import { openStream, type EventStream } from "./sse";
 
 type Follower = { match: (id: string) => boolean; changed: () => void };
@@ -19,7 +20,7 @@ function open(): void {
       if (e.event !== "actor") return;
       let id: string;
       try {
-        id = (JSON.parse(e.data) as { id: string }).id;
+        id = (JSON.parse(e.data) as ActorFrame).id;
       } catch {
         return;
       }

@@ -10,28 +10,7 @@ import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import { ConfigEditor, DiagnosticList, showProblem, type Diagnostic } from "./config-editor";
 import { loadPlugins } from "../features";
 import { loadOnChange } from "../actors";
-
-interface ConfigFile {
-  path: string;
-  version: string;
-  updated_at_ms: number;
-  content: string;
-}
-
-interface SaveAnswer {
-  version: string;
-  updated_at_ms: number;
-  plugin_count: number;
-}
-
-export interface ReloadStatus {
-  status: "idle" | "pending" | "in_progress" | "ok" | "failed";
-  last_started_ms: number | null;
-  last_completed_ms: number | null;
-  last_success_ms: number | null;
-  last_error: string | null;
-  running_version?: string | null;
-}
+import type { ConfigFile, ConfigSaved, ConfigValid, ReloadStatus } from "../shapes";
 
 // Module state: an unsaved edit survives moving to another page and back.
 const file = signal<ConfigFile | null>(null);
@@ -112,7 +91,7 @@ async function run(label: string, work: () => Promise<void>): Promise<void> {
 const validate = (): Promise<void> =>
   run("validate", async () => {
     try {
-      const out = await send<{ plugin_count: number }>("POST", "api/config/validate", { format: "yaml", content: text.value });
+      const out = await send<ConfigValid>("POST", "api/config/validate", { format: "yaml", content: text.value });
       diagnostics.value = [];
       message.value = { tone: "ok", text: `The configuration is valid (${out.plugin_count} plugins).` };
     } catch (err) {
@@ -126,9 +105,9 @@ const validate = (): Promise<void> =>
 const save = (): Promise<void> =>
   run("save", async () => {
     const content = text.value;
-    let saved: SaveAnswer;
+    let saved: ConfigSaved;
     try {
-      saved = await send<SaveAnswer>("PUT", "api/config", { format: "yaml", content, base_version: base.value, validate: true, reload: reloadAfterSave.value });
+      saved = await send<ConfigSaved>("PUT", "api/config", { format: "yaml", content, base_version: base.value, validate: true, reload: reloadAfterSave.value });
     } catch (err) {
       if (err instanceof ApiFailure && err.code === "config_conflict") {
         conflict.value = { mine: content, server: await api<ConfigFile>("api/config") };
@@ -265,12 +244,8 @@ export function ConfigPage() {
           <>
             {" "}
             · last success {when(r.last_success_ms)}
-            {r.running_version !== undefined && (
-              <>
-                {" "}
-                · running version <code>{shortVersion(r.running_version)}</code>
-              </>
-            )}
+            {" "}
+            · running version <code>{shortVersion(r.running_version)}</code>
             {r.last_error && <> · last error: {r.last_error}</>}
           </>
         )}

@@ -6,23 +6,7 @@ import { useEffect } from "preact/hooks";
 import { api, errorText, pluginPath, send } from "../api";
 import { clock, count, duration } from "../format";
 import { Badge, Notice, toneOf } from "../components/ui";
-
-export interface MatcherStatus {
-  ok: boolean;
-  matcher: string;
-  mode: "normal" | "always_true" | "always_false";
-  until_ms: number | null;
-}
-
-export interface ProviderStatus {
-  ok: boolean;
-  provider: string;
-  status: "idle" | "reloading";
-  rules: number | null;
-  reloads: number;
-  failures: number;
-  last_error: string | null;
-}
+import type { MatcherStatus, ProviderReloaded, ProviderStatus } from "../shapes";
 
 const MODES: { mode: MatcherStatus["mode"]; label: string; hint: string }[] = [
   { mode: "normal", label: "Normal", hint: "the matcher checks each query" },
@@ -146,7 +130,7 @@ export function ProviderControl({ tag }: { tag: string }) {
     busy.value = true;
     result.value = null;
     try {
-      const out = await send<{ rules: number; duration_ms: number }>("POST", pluginPath(tag, "reload"));
+      const out = await send<ProviderReloaded>("POST", pluginPath(tag, "reload"));
       result.value = `Reloaded: ${count(out.rules)} rules in ${out.duration_ms} ms.`;
       error.value = null;
     } catch (err) {

@@ -11,37 +11,8 @@ import { Chart } from "../components/chart";
 import { Badge, Facts, Notice, toneOf } from "../components/ui";
 import { capabilities } from "../features";
 import { duration, shortVersion, when } from "../format";
-import type { ReloadStatus } from "./config";
+import type { BuildAnswer, BuildRecord, Health, SystemRecord } from "../shapes";
 import { restarts, UpgradeCard } from "./upgrade";
-
-interface Health {
-  status: "ok" | "not_ready";
-  version: string;
-  build_bundle: string;
-  uptime_ms: number;
-  checks: Record<string, string>;
-  plugins: { total: number; servers: number };
-}
-
-interface BuildRecord {
-  version: string;
-  bundle: string;
-  enabled_bundles: string[];
-  enabled_features: string[];
-  supported_plugins: Record<string, string[]>;
-}
-
-interface SystemRecord {
-  version: string;
-  os: string;
-  arch: string;
-  uptime_ms: number;
-  config_path: string;
-  reload: ReloadStatus;
-  process_cpu_percent: number;
-  process_memory_mb: number;
-  system_memory_total_mb: number;
-}
 
 const POLL_MS = 3000;
 /** Samples kept for the chart: an hour at one per POLL_MS. */
@@ -90,7 +61,7 @@ export function SystemPage() {
 
   // Read again after an upgrade restarted the service into another release.
   useEffect(() => {
-    void api<{ build: BuildRecord }>("api/build").then(
+    void api<BuildAnswer>("api/build").then(
       (b) => (build.value = b.build),
       (err: unknown) => (error.value = errorText(err)),
     );

@@ -11,27 +11,7 @@ import { ApiFailure, api, errorText, refusalText, send } from "../api";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { loadCapabilities } from "../features";
 import { when } from "../format";
-
-interface CheckResult {
-  current_version: string;
-  latest_version: string;
-  update_available: boolean;
-  asset_name: string | null;
-  release_url: string;
-}
-
-interface UpgradeStatus {
-  ok: boolean;
-  state: "idle" | "running" | "restarting" | "completed" | "skipped" | "failed";
-  started_at_ms: number | null;
-  completed_at_ms: number | null;
-  error: string | null;
-  installed_version: string;
-  restart_required: boolean;
-  current_version?: string;
-  target_version: string | null;
-  installed_release?: boolean;
-}
+import type { Health, UpgradeCheck, UpgradeStatus } from "../shapes";
 
 const STATE_TONE: Record<UpgradeStatus["state"], Tone> = { idle: "muted", running: "warn", restarting: "warn", completed: "ok", skipped: "ok", failed: "error" };
 
@@ -47,7 +27,7 @@ const target = signal("");
 const prerelease = signal(false);
 /** Memory only, on purpose (see the header comment). */
 const token = signal("");
-const check = signal<CheckResult | null>(null);
+const check = signal<UpgradeCheck | null>(null);
 const status = signal<UpgradeStatus | null>(null);
 const phase = signal<Phase>("idle");
 /** Task states seen while following an install, in order. */
@@ -76,7 +56,7 @@ function note(state: string): void {
 /** The service is answering again: the version it runs (null while it is not ready). */
 async function serving(): Promise<string | null> {
   try {
-    const h = await api<{ status: string; version: string }>("api/health", { signal: AbortSignal.timeout(3000) });
+    const h = await api<Health>("api/health", { signal: AbortSignal.timeout(3000) });
     return h.status === "ok" ? h.version : null;
   } catch {
     return null;
@@ -87,7 +67,7 @@ async function runCheck(): Promise<void> {
   phase.value = "checking";
   message.value = null;
   try {
-    check.value = await send<CheckResult>("POST", "api/upgrade/check", requestBody());
+    check.value = await send<UpgradeCheck>("POST", "api/upgrade/check", requestBody());
   } catch (err) {
     check.value = null;
     message.value = { tone: "error", text: refusalText(err) };
@@ -178,7 +158,7 @@ async function apply(fromVersion: string): Promise<void> {
   await follow(fromVersion);
 }
 
-function InstallControls({ c, s }: { c: CheckResult; s: UpgradeStatus | null }) {
+function InstallControls({ c, s }: { c: UpgradeCheck; s: UpgradeStatus | null }) {
   if (!c.update_available) return <Notice tone="ok">{c.current_version} is the newest release.</Notice>;
   if (c.asset_name === null) return <Notice tone="warn">Release {c.latest_version} has no artefact for this platform, so it cannot be installed here.</Notice>;
   if (s?.installed_release === false) {

@@ -10,10 +10,11 @@ import { cronMachine, type CronContext, type CronRunAccepted } from "../../../..
 import { type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { CronPlugin } from "./index.js";
 import { nextRun } from "./schedule.js";
-import { cronJobsStatusSchema, cronRunAcceptedSchema } from "./schemas.js";
+import { cronJobsStatusSchema, cronRunAcceptedSchema, type jobStatusSchema } from "./schemas.js";
+import type { FromSchema } from "../../../api/schema-type.js";
 
 /** One job's status record from its actor's context (spec: Cron job status). */
-export function jobStatus(c: CronJobContext): object {
+export function jobStatus(c: CronJobContext): FromSchema<typeof jobStatusSchema> {
   return { schedule: c.schedule, interval_ms: c.interval_ms, next_run_ms: c.next_run_ms, current_run: c.current, last_manual_run: c.last_manual };
 }
 

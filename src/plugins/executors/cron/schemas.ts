@@ -3,7 +3,7 @@
 
 const nullable = <const S extends object>(schema: S) => ({ anyOf: [schema, { type: "null" }] }) as const;
 
-const jobStatusSchema = {
+export const jobStatusSchema = {
   type: "object",
   required: ["schedule", "interval_ms", "next_run_ms", "current_run", "last_manual_run"],
   properties: {
@@ -13,12 +13,12 @@ const jobStatusSchema = {
     current_run: nullable({
       type: "object",
       required: ["run_id", "trigger", "status", "started_at_ms"],
-      properties: { run_id: { type: "integer" }, trigger: { type: "string" }, status: { type: "string" }, started_at_ms: { type: "integer" } },
+      properties: { run_id: { type: "integer" }, trigger: { type: "string", enum: ["manual", "schedule", "interval"] }, status: { type: "string", enum: ["pending", "running"] }, started_at_ms: { type: "integer" } },
     }),
     last_manual_run: nullable({
       type: "object",
       required: ["run_id", "status", "executor_error_count", "completed_at_ms"],
-      properties: { run_id: { type: "integer" }, status: { type: "string" }, executor_error_count: { type: "integer" }, completed_at_ms: { type: "integer" } },
+      properties: { run_id: { type: "integer" }, status: { type: "string", enum: ["completed", "completed_with_errors", "failed", "cancelled"] }, executor_error_count: { type: "integer" }, completed_at_ms: { type: "integer" } },
     }),
   },
 } as const;
