@@ -5,6 +5,7 @@
 // may have been missed meanwhile).
 
 import { useEffect, useRef } from "preact/hooks";
+import { onSignOut } from "./api";
 import type { ActorFrame } from "./shapes";
 import { openStream, type EventStream } from "./sse";
 
@@ -37,6 +38,14 @@ function open(): void {
   });
   stream = own;
 }
+
+// Signed out: the connection (made with the old credentials) closes and nobody follows it any more;
+// a page of the next session opens a new one.
+onSignOut(() => {
+  followers.clear();
+  stream?.close();
+  stream = null;
+});
 
 /** Calls `changed` whenever an actor whose id `match` accepts changes; returns the unsubscribe. */
 export function followActors(match: (id: string) => boolean, changed: () => void): () => void {

@@ -3,7 +3,7 @@
 // plugin or route appear only when the server lists it; nothing is assumed or faked.
 
 import { computed, signal } from "@preact/signals";
-import { api } from "./api";
+import { api, onSignOut } from "./api";
 import type { PluginInfo, PluginsAnswer } from "./shapes";
 
 export type { PluginInfo };
@@ -11,6 +11,12 @@ export type { PluginInfo };
 export const plugins = signal<PluginInfo[]>([]);
 export const generation = signal<number>(0);
 export const apiPaths = signal<ReadonlySet<string>>(new Set());
+
+onSignOut(() => {
+  plugins.value = [];
+  generation.value = 0;
+  apiPaths.value = new Set();
+});
 
 /** True when `plugin` serves `METHOD /api/plugins/<tag>/<sub>`. */
 export const serves = (plugin: PluginInfo, method: string, sub: string): boolean => plugin.routes.includes(`${method} /api/plugins/${plugin.tag}${sub ? `/${sub}` : ""}`);

@@ -3,7 +3,7 @@
 // and which recorder they read when the configuration has several.
 
 import { signal } from "@preact/signals";
-import { api, pluginPath } from "./api";
+import { api, onSignOut, pluginPath } from "./api";
 import type { PluginInfo } from "./features";
 import type { FullRecord, RecordRow } from "./shapes";
 
@@ -33,6 +33,7 @@ export function query(filters: Partial<Filters>, extra: Record<string, string | 
 
 /** The tag of the recorder both pages read (the first one unless the operator picks another). */
 export const recorderTag = signal<string | null>(null);
+onSignOut(() => (recorderTag.value = null));
 
 /** The recorder to read among `sources`: the chosen one while it is still configured, else the first. */
 export function currentRecorder(sources: PluginInfo[]): string | null {

@@ -4,7 +4,7 @@
 
 import { signal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
-import { ApiFailure, api, errorText, send } from "../api";
+import { ApiFailure, api, errorText, onSignOut, send } from "../api";
 import { shortVersion, when } from "../format";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import { ConfigEditor, DiagnosticList, showProblem, type Diagnostic } from "./config-editor";
@@ -23,6 +23,22 @@ const conflict = signal<{ mine: string; server: ConfigFile } | null>(null);
 const reloadAfterSave = signal(true);
 const reload = signal<ReloadStatus | null>(null);
 const busy = signal<string | null>(null);
+/** Ends the reload being watched (watchReload) without a verdict, or null. */
+let stopWatching: (() => void) | null = null;
+
+// An unsaved edit belongs to the session that made it: signing out drops it with everything else here.
+onSignOut(() => {
+  stopWatching?.();
+  file.value = null;
+  text.value = "";
+  base.value = null;
+  diagnostics.value = [];
+  message.value = null;
+  conflict.value = null;
+  reloadAfterSave.value = true;
+  reload.value = null;
+  busy.value = null;
+});
 
 async function loadFile(): Promise<void> {
   const f = await api<ConfigFile>("api/config");
@@ -49,23 +65,26 @@ const reloadOver = (s: ReloadStatus, expect: string | null): boolean =>
  * the reload is over: no polling.
  */
 async function watchReload(expect: string | null): Promise<void> {
-  const finished = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => {
+  const finished = await new Promise<boolean | null>((resolve) => {
+    const end = (verdict: boolean | null): void => {
+      clearTimeout(timer);
       stop();
-      resolve(false);
-    }, 60_000);
+      stopWatching = null;
+      resolve(verdict);
+    };
+    const timer = setTimeout(() => end(false), 60_000);
     const stop = loadOnChange(
       (id) => id === "app",
       async () => {
         const s = await api<ReloadStatus>("api/reload/status");
         reload.value = s;
-        if (!reloadOver(s, expect)) return;
-        clearTimeout(timer);
-        stop();
-        resolve(true);
+        if (reloadOver(s, expect)) end(true);
       },
     );
+    stopWatching = () => end(null);
   });
+  // Signed out meanwhile: nothing to report to anyone.
+  if (finished === null) return;
   if (!finished) {
     message.value = { tone: "warn", text: "The reload has not finished after 60 s; its status below keeps the last answer." };
     return;
@@ -82,7 +101,8 @@ async function run(label: string, work: () => Promise<void>): Promise<void> {
   try {
     await work();
   } catch (err) {
-    message.value = { tone: "error", text: errorText(err) };
+    // A 401 has signed the tab out (and cleared this page): nothing to show the next session.
+    if (!(err instanceof ApiFailure && err.status === 401)) message.value = { tone: "error", text: errorText(err) };
   } finally {
     busy.value = null;
   }
