@@ -4,8 +4,9 @@
 
 import type { DnsContext } from "../engine/context.js";
 import type { Matcher } from "../engine/types.js";
+import { MATCHER_MODES } from "./matcher-modes.js";
 
-export const MATCHER_MODES = ["normal", "always_false", "always_true"] as const;
+export { MATCHER_MODES };
 export type MatcherMode = (typeof MATCHER_MODES)[number];
 
 const NORMAL = 0;

@@ -1,6 +1,7 @@
 // Basic auth in the dashboard, in a real browser against a real Sluice: the sign-in form, a wrong
 // password, credentials kept for the tab only (sessionStorage, never localStorage or cookies), the
-// log stream carrying the Authorization header (fetch-based SSE), a 401 returning to sign-in.
+// log stream carrying the Authorization header (fetch-based SSE), a 401 returning to sign-in, and
+// a sign-out that leaves nothing of the session (a draft, a token) to the next.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { launchBrowser, overflow, PHONE, type TestBrowser, type WatchedPage } from "./browser.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -92,6 +93,41 @@ describe("sign-in", { timeout: 60_000 }, () => {
     await expect.poll(() => started.count()).toBe(1);
     expect(streamAuth).toEqual([basic(PASSWORD)]);
     await w.screenshot("logs-signed-in");
+    expect(w.problems([{ status: 401, path: "/api/healthz" }])).toEqual([]);
+    await w.page.close();
+  });
+
+  test("signing out clears what the session typed: an unsaved configuration edit and the upgrade token are gone after signing in again", async () => {
+    const w = await browser.open();
+    await w.page.goto(`${s.apiUrl}/#/config`);
+    await signIn(w, PASSWORD);
+    const editor = w.page.getByTestId("config-text");
+    await editor.waitFor();
+    const onServer = await editor.inputValue();
+    await editor.fill(`# an edit never saved\n${onServer}`);
+    await w.page.getByTestId("config-meta").getByText("unsaved changes").waitFor();
+
+    await w.page.goto(`${s.apiUrl}/#/system`);
+    const card = w.page.getByTestId("upgrade");
+    await card.locator("summary", { hasText: "Options" }).click();
+    await card.getByTestId("upgrade-token").fill("release-host-token");
+    // Without a sign-out both survive moving between pages (module state, on purpose).
+    await w.page.goto(`${s.apiUrl}/#/config`);
+    expect(await editor.inputValue()).toBe(`# an edit never saved\n${onServer}`);
+    await w.page.goto(`${s.apiUrl}/#/system`);
+    await card.locator("summary", { hasText: "Options" }).click();
+    expect(await card.getByTestId("upgrade-token").inputValue()).toBe("release-host-token");
+
+    await w.page.getByRole("button", { name: "Sign out" }).click();
+    await w.page.getByTestId("sign-in").getByText("Signed out.").waitFor();
+    await signIn(w, PASSWORD);
+    await card.waitFor();
+    await card.locator("summary", { hasText: "Options" }).click();
+    expect(await card.getByTestId("upgrade-token").inputValue()).toBe("");
+    await w.page.goto(`${s.apiUrl}/#/config`);
+    await editor.waitFor();
+    expect(await editor.inputValue()).toBe(onServer);
+    expect(await w.page.getByTestId("config-meta").getByText("unsaved changes").count()).toBe(0);
     expect(w.problems([{ status: 401, path: "/api/healthz" }])).toEqual([]);
     await w.page.close();
   });

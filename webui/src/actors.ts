@@ -5,6 +5,8 @@
 // may have been missed meanwhile).
 
 import { useEffect, useRef } from "preact/hooks";
+import { onSignOut } from "./api";
+import type { ActorFrame } from "./shapes";
 import { openStream, type EventStream } from "./sse";
 
 type Follower = { match: (id: string) => boolean; changed: () => void };
@@ -19,7 +21,7 @@ function open(): void {
       if (e.event !== "actor") return;
       let id: string;
       try {
-        id = (JSON.parse(e.data) as { id: string }).id;
+        id = (JSON.parse(e.data) as ActorFrame).id;
       } catch {
         return;
       }
@@ -36,6 +38,14 @@ function open(): void {
   });
   stream = own;
 }
+
+// Signed out: the connection (made with the old credentials) closes and nobody follows it any more;
+// a page of the next session opens a new one.
+onSignOut(() => {
+  followers.clear();
+  stream?.close();
+  stream = null;
+});
 
 /** Calls `changed` whenever an actor whose id `match` accepts changes; returns the unsubscribe. */
 export function followActors(match: (id: string) => boolean, changed: () => void): () => void {

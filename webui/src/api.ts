@@ -2,7 +2,7 @@
 // with the Basic credentials of this tab. Credentials live in sessionStorage (gone when the tab
 // closes, never shared with other tabs, never in localStorage); a 401 anywhere signs the tab out.
 
-import { signal } from "@preact/signals";
+import { batch, signal } from "@preact/signals";
 
 const STORE_KEY = "sluice.auth";
 
@@ -53,11 +53,26 @@ function remember(header: string | null): void {
   }
 }
 
-/** Forgets the credentials and shows the sign-in form with `message`. */
+/** What each module with state of its own resets at sign-out (see onSignOut). */
+const resets = new Set<() => void>();
+
+/**
+ * Registers `reset`, run at every sign-out (the button, or a 401): a module that keeps state beyond
+ * one page (a draft, a token, a cached list, a connection) registers here once, so nothing of one
+ * session shows in the next, which may be someone else's.
+ */
+export function onSignOut(reset: () => void): void {
+  resets.add(reset);
+}
+
+/** Forgets the credentials and every module's state, and shows the sign-in form with `message`. */
 export function signOut(message: string | null = null): void {
-  remember(null);
-  authMessage.value = message;
-  authState.value = "needed";
+  batch(() => {
+    remember(null);
+    for (const reset of resets) reset();
+    authMessage.value = message;
+    authState.value = "needed";
+  });
 }
 
 /**

@@ -3,31 +3,20 @@
 // plugin or route appear only when the server lists it; nothing is assumed or faked.
 
 import { computed, signal } from "@preact/signals";
-import { api } from "./api";
+import { api, onSignOut } from "./api";
+import type { PluginInfo, PluginsAnswer } from "./shapes";
 
-export interface PluginInfo {
-  tag: string;
-  type: string;
-  kind: string;
-  /** Lifecycle state of the plugin actor (running, ...). */
-  state: string;
-  /** systemId of its concern actor (matcher:<tag>, provider:<tag>, cache:<tag>), or null. */
-  concern: string | null;
-  /** State value of that actor. */
-  concern_state: unknown;
-  /** "METHOD /api/plugins/<tag>/<path>" of every route it serves. */
-  routes: string[];
-}
-
-interface PluginsAnswer {
-  ok: boolean;
-  generation: number;
-  plugins: PluginInfo[];
-}
+export type { PluginInfo };
 
 export const plugins = signal<PluginInfo[]>([]);
 export const generation = signal<number>(0);
 export const apiPaths = signal<ReadonlySet<string>>(new Set());
+
+onSignOut(() => {
+  plugins.value = [];
+  generation.value = 0;
+  apiPaths.value = new Set();
+});
 
 /** True when `plugin` serves `METHOD /api/plugins/<tag>/<sub>`. */
 export const serves = (plugin: PluginInfo, method: string, sub: string): boolean => plugin.routes.includes(`${method} /api/plugins/${plugin.tag}${sub ? `/${sub}` : ""}`);

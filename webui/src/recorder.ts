@@ -1,115 +1,13 @@
 // What the Overview and the Query log read from a query recorder (GET /api/plugins/<tag>/records,
-// records/<id>, stats/*, stream): the answer shapes of docs/api.md, the filter set both pages share,
+// records/<id>, stats/*, stream; their shapes come from the route schemas, ../shapes), the filter set both pages share,
 // and which recorder they read when the configuration has several.
 
 import { signal } from "@preact/signals";
-import { api, pluginPath } from "./api";
+import { api, onSignOut, pluginPath } from "./api";
 import type { PluginInfo } from "./features";
+import type { FullRecord, RecordRow } from "./shapes";
 
-export interface ResourceRecord {
-  name: string;
-  class: string;
-  ttl: number;
-  rr_type: string;
-  payload_text: string;
-}
-
-export interface RecordRow {
-  id: number;
-  created_at_ms: number;
-  elapsed_ms: number;
-  elapsed_us: number;
-  request_id: number;
-  client_ip: string;
-  /** The Sluice instance that answered (a shared query store holds several). */
-  instance?: string | null;
-  questions_json: { name: string; qtype: string; qclass: string }[];
-  req_rd: boolean;
-  req_cd: boolean;
-  req_ad: boolean;
-  req_opcode: string;
-  error: string | null;
-  has_response: boolean;
-  rcode: string | null;
-  resp_aa: boolean | null;
-  resp_tc: boolean | null;
-  resp_ra: boolean | null;
-  resp_ad: boolean | null;
-  resp_cd: boolean | null;
-  answer_count: number;
-  authority_count: number;
-  additional_count: number;
-  answers_json: ResourceRecord[];
-  authorities_json: ResourceRecord[];
-  additionals_json: ResourceRecord[];
-}
-
-export interface Step {
-  event_index: number;
-  sequence_tag: string;
-  node_index: number;
-  kind: "matcher" | "executor" | "builtin";
-  tag: string;
-  outcome: string;
-}
-
-/** A record with its execution path: GET records/<id> and each `record` event of the stream. */
-export interface FullRecord {
-  record: RecordRow;
-  steps: Step[];
-}
-
-export interface RecordPage {
-  next_cursor: string | null;
-  records: RecordRow[];
-}
-
-export interface ShareRow {
-  key: string;
-  count: number;
-  share: number;
-}
-
-export interface Distribution {
-  sample_size: number;
-  rows: ShareRow[];
-}
-
-export interface PluginRow {
-  kind: "matcher" | "executor" | "builtin";
-  tag: string;
-  checked: number;
-  matched: number;
-  executed: number;
-  query_total: number;
-  query_share: number;
-}
-
-export interface Latency {
-  sample_size: number;
-  avg_ms: number | null;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  p99_ms: number | null;
-  max_ms: number | null;
-  histogram: { lt_ms: number | null; count: number }[];
-  slow_top: { qname: string; count: number; avg_ms: number; max_ms: number }[];
-}
-
-export interface TimePoint {
-  bucket_ms: number;
-  total: number;
-  error_count: number;
-  no_response_count: number;
-  avg_ms: number | null;
-  p95_ms: number | null;
-}
-
-export interface Timeseries {
-  sample_size: number;
-  bucket_ms: number;
-  points: TimePoint[];
-}
+export type { Distribution, FullRecord, Latency, PluginRow, RecordPage, RecordRow, ResourceRecord, Step, Timeseries } from "./shapes";
 
 /** The filters of the records and stats routes; "" leaves one out. */
 export interface Filters {
@@ -135,6 +33,7 @@ export function query(filters: Partial<Filters>, extra: Record<string, string | 
 
 /** The tag of the recorder both pages read (the first one unless the operator picks another). */
 export const recorderTag = signal<string | null>(null);
+onSignOut(() => (recorderTag.value = null));
 
 /** The recorder to read among `sources`: the chosen one while it is still configured, else the first. */
 export function currentRecorder(sources: PluginInfo[]): string | null {

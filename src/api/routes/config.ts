@@ -13,6 +13,7 @@ import { ApiError, errorResponses, errorSchema, isErrorCode } from "../errors.js
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
 import { reloadRecord, type ReloadRecord } from "../records.js";
+import { configFileSchema, configSavedSchema, configValidSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
 import { controlApp } from "./control.js";
 import { strictBody } from "../body.js";
@@ -37,49 +38,6 @@ const saveBodySchema = {
   },
 } as const;
 
-
-const diagnosticsSchema = { type: "array", items: { type: "string" } } as const;
-const detailsSchema = { type: "array", items: { type: "object", additionalProperties: true } } as const;
-const anyObject = { type: "object", additionalProperties: true } as const;
-
-/** What the file read and the save report both say about the configuration file. */
-const fileFields = {
-  ok: { type: "boolean" },
-  path: { type: "string" },
-  format: { type: "string" },
-  version: { type: "string" },
-  updated_at_ms: { type: "integer" },
-} as const;
-
-const fileRecordSchema = {
-  type: "object",
-  properties: { ...fileFields, content: { type: "string" } },
-} as const;
-
-const savedSchema = {
-  type: "object",
-  properties: {
-    ...fileFields,
-    plugin_count: { type: "integer" },
-    init_order: { type: "array", items: { type: "string" } },
-    reload: { type: ["object", "null"], additionalProperties: true },
-    message: { type: "string" },
-    diagnostics: diagnosticsSchema,
-    diagnostic_details: detailsSchema,
-  },
-} as const;
-
-const validSchema = {
-  type: "object",
-  properties: {
-    ok: { type: "boolean" },
-    source: { type: "string" },
-    path: { type: ["string", "null"] },
-    plugin_count: { type: "integer" },
-    dependency_graph: anyObject,
-    message: { type: "string" },
-  },
-} as const;
 
 /** The API error for a failed validation or save: its code's status is in the error table. */
 export function failureError(failure: { code: string; message: string; extra: Record<string, unknown> }): ApiError {
@@ -148,7 +106,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
 
   api.get(
     "/api/config",
-    { schema: { summary: "The configuration file as written (placeholders not expanded), with its version", tags: ["config"], response: { 200: fileRecordSchema, 500: errorSchema } } },
+    { schema: { summary: "The configuration file as written (placeholders not expanded), with its version", tags: ["config"], response: { 200: configFileSchema, 500: errorSchema } } },
     async () => {
       const path = configPath();
       let file: { content: string; mtimeMs: number };
@@ -169,7 +127,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
         tags: ["config"],
         body: saveBodySchema,
         response: {
-          200: savedSchema,
+          200: configSavedSchema,
           ...errorResponses("config_validate_failed", "config_conflict", "config_save_failed", "config_save_unavailable", "config_validation_busy"),
         },
       },
@@ -199,7 +157,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
 
   api.get(
     "/api/config/check",
-    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: validSchema, 400: errorSchema, 503: errorSchema } } },
+    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: configValidSchema, 400: errorSchema, 503: errorSchema } } },
     () => {
       const path = configPath();
       return validated(host, { kind: "file", path, env: env() }, [], "file", path, "config_check_failed");
@@ -216,7 +174,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
         schema: {
           summary: "Validate YAML text (raw body, or JSON {format: 'yaml', content}); include is refused",
           tags: ["config"],
-          response: { 200: validSchema, 400: errorSchema, 503: errorSchema },
+          response: { 200: configValidSchema, 400: errorSchema, 503: errorSchema },
         },
       },
       (req) => {

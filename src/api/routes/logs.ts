@@ -10,6 +10,7 @@ import { LogBroadcast } from "../log-broadcast.js";
 import { BATCH_MS } from "../turns.js";
 import { DEFAULT_SSE_HEARTBEAT_MS } from "../../config/heartbeat.js";
 import { LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
+import { logsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
 import { acceptsEventStream } from "../sse.js";
 
@@ -37,25 +38,6 @@ const streamQuery = {
     tail: { type: "integer", minimum: 0, maximum: 500, default: 0, description: "Entries replayed on connect (ignored when a usable Last-Event-ID header is sent)" },
     level: { ...levelParam, default: "trace" },
   },
-} as const;
-
-const entrySchema = {
-  type: "object",
-  required: ["id", "time_ms", "level", "target", "message", "fields"],
-  properties: {
-    id: { type: "integer" },
-    time_ms: { type: "integer" },
-    level: { type: "string", enum: ["trace", "debug", "info", "warn", "error", "fatal"] },
-    target: { type: "string" },
-    message: { type: "string" },
-    fields: { type: "object", additionalProperties: true },
-  },
-} as const;
-
-const logsResponse = {
-  type: "object",
-  required: ["ok", "total", "entries"],
-  properties: { ok: { type: "boolean" }, total: { type: "integer" }, entries: { type: "array", items: entrySchema } },
 } as const;
 
 const STREAM_DESCRIPTION =
@@ -113,7 +95,7 @@ export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext):
       {
         attachValidation: true,
         preValidation: lowerCaseLevel,
-        schema: { summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsResponse, 400: errorSchema } },
+        schema: { summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsSchema, 400: errorSchema } },
       },
       (req) => {
         rejectInvalid(req);

@@ -17,49 +17,12 @@ import { VERSION } from "../../version.js";
 import { ApiError, errorResponses } from "../errors.js";
 import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
+import { upgradeAcceptedSchema, upgradeCheckSchema, upgradeStatusSchema } from "../schemas.js";
 import type { ApiAccess, RouteContext } from "../server.js";
 import { jsonBody, strictBody } from "../body.js";
 
 /** The bodies are a handful of short fields. */
 const BODY_LIMIT = 16 * 1024;
-
-const int = { type: ["integer", "null"] } as const;
-const str = { type: ["string", "null"] } as const;
-
-const checkSchema = {
-  type: "object",
-  properties: {
-    ok: { type: "boolean" },
-    current_version: { type: "string" },
-    latest_version: { type: "string" },
-    update_available: { type: "boolean" },
-    asset_name: str,
-    release_url: { type: "string" },
-  },
-} as const;
-
-const acceptedSchema = {
-  type: "object",
-  properties: { ok: { type: "boolean" }, action: { type: "string" }, status: { type: "string" }, message: { type: "string" } },
-} as const;
-
-const statusSchema = {
-  type: "object",
-  required: ["ok", "state", "started_at_ms", "completed_at_ms", "error", "installed_version", "restart_required"],
-  properties: {
-    ok: { type: "boolean", description: "false only when state is failed" },
-    state: { type: "string", enum: ["idle", "running", "restarting", "completed", "skipped", "failed"] },
-    started_at_ms: int,
-    completed_at_ms: int,
-    error: str,
-    installed_version: { type: "string" },
-    restart_required: { type: "boolean" },
-    current_version: { type: "string", description: "The version this process runs" },
-    target_version: str,
-    installed_release: { type: "boolean", description: "true when this process runs from an installed release (or upgrade.install_dir is set), so apply can work; false: apply answers 409 upgrade_not_installed" },
-  },
-} as const;
-
 
 /** Until accounts exist: on a listener other machines can reach, only an authenticated API may upgrade. */
 function checkAccess(access: ApiAccess): void {
@@ -106,7 +69,7 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
 }
 
 export function registerUpgradeRoutes(api: FastifyInstance, { host, access, schemas }: RouteContext): void {
-  api.get("/api/upgrade/status", { schema: { summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: statusSchema } } }, async () => statusRecord(host));
+  api.get("/api/upgrade/status", { schema: { summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: upgradeStatusSchema } } }, async () => statusRecord(host));
 
   // Own scope: an empty body (or one without a JSON content type) is allowed and means no overrides.
   void api.register(async (scope) => {
@@ -129,7 +92,7 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
           summary: "Compare the newest release with this one (downloads and changes nothing)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,
-          response: { 200: checkSchema, ...errorResponses(...refusals, "upgrade_check_failed") },
+          response: { 200: upgradeCheckSchema, ...errorResponses(...refusals, "upgrade_check_failed") },
         },
       },
       async (req) => {
@@ -150,7 +113,7 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
           summary: "Start an upgrade task: download, verify, unpack, smoke-test, switch, restart (poll /api/upgrade/status)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,
-          response: { 202: acceptedSchema, ...errorResponses(...refusals, "upgrade_in_progress", "upgrade_not_installed") },
+          response: { 202: upgradeAcceptedSchema, ...errorResponses(...refusals, "upgrade_in_progress", "upgrade_not_installed") },
         },
       },
       async (req, reply) => {

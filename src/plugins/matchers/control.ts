@@ -7,20 +7,10 @@ import { parseDuration } from "../../engine/duration.js";
 import { RouteError, type ConcernEvent, type PluginControl, type PluginRoute } from "../../registry/control.js";
 import { MATCHER_MODES, modeValue, type MatcherMode } from "../../registry/matcher-mode.js";
 import type { MatcherPlugin } from "../../registry/types.js";
+import { matcherStatusSchema } from "./schemas.js";
 
 /** Longest timed mode: one week (timers beyond ~24 days would overflow anyway). */
 export const MAX_MODE_DURATION_MS = 7 * 86_400_000;
-
-const statusSchema = {
-  type: "object",
-  required: ["ok", "matcher", "mode", "until_ms"],
-  properties: {
-    ok: { type: "boolean" },
-    matcher: { type: "string" },
-    mode: { type: "string", enum: MATCHER_MODES },
-    until_ms: { type: ["integer", "null"], description: "When a timed mode returns to normal by itself (Unix ms); null otherwise" },
-  },
-} as const;
 
 const modeBody = {
   type: "object",
@@ -52,7 +42,7 @@ const statusRoute: PluginRoute<MatcherPlugin> = {
   method: "GET",
   path: "status",
   summary: "This matcher's runtime mode",
-  schema: { response: { 200: statusSchema } },
+  schema: { response: { 200: matcherStatusSchema } },
   handle(_req, plugin) {
     const snap = plugin.concern.snapshot();
     return status(plugin.tag, { mode: modeOf(snap.value), until_ms: (snap.context as MatcherModeContext).until_ms });
@@ -66,7 +56,7 @@ const modeRoute: PluginRoute<MatcherPlugin> = {
   description: "Idempotent. A reload or restart returns every matcher to normal. With `duration` the mode returns to normal by itself; status then shows until_ms.",
   invalidBody: "invalid_matcher_runtime_mode",
   errors: ["invalid_matcher_runtime_mode"],
-  schema: { body: modeBody, response: { 200: statusSchema } },
+  schema: { body: modeBody, response: { 200: matcherStatusSchema } },
   async handle(req, plugin) {
     const body = req.body as { mode: MatcherMode; duration?: string | number };
     const out = (await plugin.concern.ask({ type: "MATCHER.SET_MODE", mode: body.mode, duration_ms: durationMs(body.duration), at: Date.now() })) as MatcherModeStatus;

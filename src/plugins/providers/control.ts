@@ -7,12 +7,7 @@ import { fromPromise } from "xstate";
 import { providerMachine, type ProviderContext, type ProviderReloadOutput } from "../../../machines/provider.machine.js";
 import { ActorGoneError, RefusedError, RouteError, type PluginControl, type PluginRoute } from "../../registry/control.js";
 import type { ProviderPlugin } from "../../registry/types.js";
-
-const reloadResponse = {
-  type: "object",
-  required: ["ok", "provider", "rules", "duration_ms"],
-  properties: { ok: { type: "boolean" }, provider: { type: "string" }, rules: { type: "integer" }, duration_ms: { type: "integer" } },
-} as const;
+import { providerReloadedSchema, providerStatusSchema } from "./schemas.js";
 
 /** Runs the provider's rebuild-and-swap and times it. */
 async function reloadProvider(provider: ProviderPlugin, tag: string): Promise<ProviderReloadOutput> {
@@ -28,7 +23,7 @@ export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
   summary: "Reload this provider's rules with its startup configuration; the old rules serve until the new ones are complete",
   errors: ["provider_reload_failed", "provider_reload_busy"],
   notFound: "provider_not_found",
-  schema: { response: { 200: reloadResponse } },
+  schema: { response: { 200: providerReloadedSchema } },
   async handle(_req, plugin) {
     try {
       const out = (await plugin.concern.ask({ type: "PROVIDER.RELOAD" })) as ProviderReloadOutput;
@@ -43,26 +38,12 @@ export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
   },
 };
 
-const statusResponse = {
-  type: "object",
-  required: ["ok", "provider", "status", "rules", "reloads", "failures", "last_error"],
-  properties: {
-    ok: { type: "boolean" },
-    provider: { type: "string" },
-    status: { type: "string", enum: ["idle", "reloading"], description: "reloading while a reload of this provider runs" },
-    rules: { type: ["integer", "null"], description: "Rules in the snapshot serving now (null when the provider does not count them)" },
-    reloads: { type: "integer", description: "Successful reloads since this configuration was loaded" },
-    failures: { type: "integer", description: "Failed reloads since this configuration was loaded" },
-    last_error: { type: ["string", "null"], description: "Error of the last reload when it failed; null after a success" },
-  },
-} as const;
-
 export const providerStatusRoute: PluginRoute<ProviderPlugin> = {
   method: "GET",
   path: "reload/status",
   summary: "This provider's rule count and reload state",
   notFound: "provider_not_found",
-  schema: { response: { 200: statusResponse } },
+  schema: { response: { 200: providerStatusSchema } },
   handle(_req, plugin) {
     const snap = plugin.concern.snapshot();
     const ctx = snap.context as ProviderContext;

@@ -5,24 +5,7 @@ import { useSignal } from "@preact/signals";
 import { api, errorText, pluginPath, request, send } from "../api";
 import { count } from "../format";
 import { Badge, Notice } from "../components/ui";
-
-interface CacheEntry {
-  id: string;
-  domain: string;
-  qtype: string;
-  rcode: string;
-  answer_count: number;
-  remaining_ttl: number;
-  fresh: boolean;
-  stale: boolean;
-  answers: { rr_type: string; payload_text: string }[];
-}
-
-interface EntriesPage {
-  entries: CacheEntry[];
-  next_cursor: string | null;
-  total_entries: number;
-}
+import type { CacheEntriesPage, CacheEntry, CacheFlushed } from "../shapes";
 
 const PAGE = 50;
 
@@ -45,7 +28,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
       if (!more) applied.value = search.value.trim();
       if (applied.value !== "") q.set("qname", applied.value);
       if (more && cursor.value !== null) q.set("cursor", cursor.value);
-      const page = await api<EntriesPage>(`${pluginPath(tag, "entries")}?${q.toString()}`);
+      const page = await api<CacheEntriesPage>(`${pluginPath(tag, "entries")}?${q.toString()}`);
       entries.value = more ? [...entries.value, ...page.entries] : page.entries;
       cursor.value = page.next_cursor;
       total.value = page.total_entries;
@@ -70,7 +53,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
   const flush = async (): Promise<void> => {
     confirming.value = false;
     try {
-      const out = await send<{ cleared_entries: number }>("POST", pluginPath(tag, "flush"));
+      const out = await send<CacheFlushed>("POST", pluginPath(tag, "flush"));
       message.value = { tone: "ok", text: `Flushed: ${count(out.cleared_entries)} entries removed.` };
       await load(false);
     } catch (err) {

@@ -4,34 +4,13 @@
 
 import { signal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
-import { ApiFailure, api, errorText, send } from "../api";
+import { ApiFailure, api, errorText, onSignOut, send } from "../api";
 import { shortVersion, when } from "../format";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import { ConfigEditor, DiagnosticList, showProblem, type Diagnostic } from "./config-editor";
 import { loadPlugins } from "../features";
 import { loadOnChange } from "../actors";
-
-interface ConfigFile {
-  path: string;
-  version: string;
-  updated_at_ms: number;
-  content: string;
-}
-
-interface SaveAnswer {
-  version: string;
-  updated_at_ms: number;
-  plugin_count: number;
-}
-
-export interface ReloadStatus {
-  status: "idle" | "pending" | "in_progress" | "ok" | "failed";
-  last_started_ms: number | null;
-  last_completed_ms: number | null;
-  last_success_ms: number | null;
-  last_error: string | null;
-  running_version?: string | null;
-}
+import type { ConfigFile, ConfigSaved, ConfigValid, ReloadStatus } from "../shapes";
 
 // Module state: an unsaved edit survives moving to another page and back.
 const file = signal<ConfigFile | null>(null);
@@ -44,6 +23,22 @@ const conflict = signal<{ mine: string; server: ConfigFile } | null>(null);
 const reloadAfterSave = signal(true);
 const reload = signal<ReloadStatus | null>(null);
 const busy = signal<string | null>(null);
+/** Ends the reload being watched (watchReload) without a verdict, or null. */
+let stopWatching: (() => void) | null = null;
+
+// An unsaved edit belongs to the session that made it: signing out drops it with everything else here.
+onSignOut(() => {
+  stopWatching?.();
+  file.value = null;
+  text.value = "";
+  base.value = null;
+  diagnostics.value = [];
+  message.value = null;
+  conflict.value = null;
+  reloadAfterSave.value = true;
+  reload.value = null;
+  busy.value = null;
+});
 
 async function loadFile(): Promise<void> {
   const f = await api<ConfigFile>("api/config");
@@ -70,23 +65,26 @@ const reloadOver = (s: ReloadStatus, expect: string | null): boolean =>
  * the reload is over: no polling.
  */
 async function watchReload(expect: string | null): Promise<void> {
-  const finished = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => {
+  const finished = await new Promise<boolean | null>((resolve) => {
+    const end = (verdict: boolean | null): void => {
+      clearTimeout(timer);
       stop();
-      resolve(false);
-    }, 60_000);
+      stopWatching = null;
+      resolve(verdict);
+    };
+    const timer = setTimeout(() => end(false), 60_000);
     const stop = loadOnChange(
       (id) => id === "app",
       async () => {
         const s = await api<ReloadStatus>("api/reload/status");
         reload.value = s;
-        if (!reloadOver(s, expect)) return;
-        clearTimeout(timer);
-        stop();
-        resolve(true);
+        if (reloadOver(s, expect)) end(true);
       },
     );
+    stopWatching = () => end(null);
   });
+  // Signed out meanwhile: nothing to report to anyone.
+  if (finished === null) return;
   if (!finished) {
     message.value = { tone: "warn", text: "The reload has not finished after 60 s; its status below keeps the last answer." };
     return;
@@ -103,7 +101,8 @@ async function run(label: string, work: () => Promise<void>): Promise<void> {
   try {
     await work();
   } catch (err) {
-    message.value = { tone: "error", text: errorText(err) };
+    // A 401 has signed the tab out (and cleared this page): nothing to show the next session.
+    if (!(err instanceof ApiFailure && err.status === 401)) message.value = { tone: "error", text: errorText(err) };
   } finally {
     busy.value = null;
   }
@@ -112,7 +111,7 @@ async function run(label: string, work: () => Promise<void>): Promise<void> {
 const validate = (): Promise<void> =>
   run("validate", async () => {
     try {
-      const out = await send<{ plugin_count: number }>("POST", "api/config/validate", { format: "yaml", content: text.value });
+      const out = await send<ConfigValid>("POST", "api/config/validate", { format: "yaml", content: text.value });
       diagnostics.value = [];
       message.value = { tone: "ok", text: `The configuration is valid (${out.plugin_count} plugins).` };
     } catch (err) {
@@ -126,9 +125,9 @@ const validate = (): Promise<void> =>
 const save = (): Promise<void> =>
   run("save", async () => {
     const content = text.value;
-    let saved: SaveAnswer;
+    let saved: ConfigSaved;
     try {
-      saved = await send<SaveAnswer>("PUT", "api/config", { format: "yaml", content, base_version: base.value, validate: true, reload: reloadAfterSave.value });
+      saved = await send<ConfigSaved>("PUT", "api/config", { format: "yaml", content, base_version: base.value, validate: true, reload: reloadAfterSave.value });
     } catch (err) {
       if (err instanceof ApiFailure && err.code === "config_conflict") {
         conflict.value = { mine: content, server: await api<ConfigFile>("api/config") };
@@ -265,12 +264,8 @@ export function ConfigPage() {
           <>
             {" "}
             · last success {when(r.last_success_ms)}
-            {r.running_version !== undefined && (
-              <>
-                {" "}
-                · running version <code>{shortVersion(r.running_version)}</code>
-              </>
-            )}
+            {" "}
+            · running version <code>{shortVersion(r.running_version)}</code>
             {r.last_error && <> · last error: {r.last_error}</>}
           </>
         )}

@@ -9,28 +9,9 @@ import { useActorLoad } from "../actors";
 import { useEvery } from "../components/every";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { clock, relative, when } from "../format";
+import type { CronJobsStatus, CronJobStatus, CronRunAccepted } from "../shapes";
 
-interface CurrentRun {
-  run_id: number;
-  trigger: string;
-  status: "pending" | "running";
-  started_at_ms: number;
-}
-
-interface ManualResult {
-  run_id: number;
-  status: "completed" | "completed_with_errors" | "failed" | "cancelled";
-  executor_error_count: number;
-  completed_at_ms: number;
-}
-
-export interface JobStatus {
-  schedule: string | null;
-  interval_ms: number | null;
-  next_run_ms: number | null;
-  current_run: CurrentRun | null;
-  last_manual_run: ManualResult | null;
-}
+type ManualResult = NonNullable<CronJobStatus["last_manual_run"]>;
 
 type Note = { tone: Tone; text: string };
 
@@ -57,7 +38,7 @@ function ResultText({ r }: { r: ManualResult | null }) {
 }
 
 export function CronJobs({ tag }: { tag: string }) {
-  const jobs = useSignal<Record<string, JobStatus> | null>(null);
+  const jobs = useSignal<Record<string, CronJobStatus> | null>(null);
   const error = useSignal<string | null>(null);
   const now = useSignal(Date.now());
   const notes = useSignal<Record<string, Note>>({});
@@ -72,7 +53,7 @@ export function CronJobs({ tag }: { tag: string }) {
 
   const load = async (): Promise<void> => {
     try {
-      const out = await api<{ jobs: Record<string, JobStatus> }>(pluginPath(tag, "jobs/status"));
+      const out = await api<CronJobsStatus>(pluginPath(tag, "jobs/status"));
       jobs.value = out.jobs;
       error.value = null;
       for (const [job, id] of awaited.current) {
@@ -98,7 +79,7 @@ export function CronJobs({ tag }: { tag: string }) {
   const run = async (job: string): Promise<void> => {
     asking.value = [...asking.value, job];
     try {
-      const out = await send<{ run_id: number }>("POST", pluginPath(tag, `jobs/${encodeURIComponent(job)}/run`));
+      const out = await send<CronRunAccepted>("POST", pluginPath(tag, `jobs/${encodeURIComponent(job)}/run`));
       awaited.current.set(job, out.run_id);
       note(job, { tone: "info", text: `Run #${out.run_id} accepted; its result appears here when it ends.` });
     } catch (err) {

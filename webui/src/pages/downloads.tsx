@@ -8,25 +8,7 @@ import { api, errorText, pluginPath, refusalText, send } from "../api";
 import { useActorLoad } from "../actors";
 import { Badge, Notice, type Tone } from "../components/ui";
 import { bytes, when } from "../format";
-
-export interface DownloadItem {
-  index: number;
-  url: string;
-  path: string;
-  running: boolean;
-  last_run_ms: number | null;
-  last_success_ms: number | null;
-  last_error: string | null;
-  size_bytes: number | null;
-}
-
-interface BatchResult {
-  ok: boolean;
-  total: number;
-  succeeded: number;
-  failed: number;
-}
-
+import type { DownloadBatch, DownloadItem, DownloadsAnswer } from "../shapes";
 
 function itemState(i: DownloadItem): { word: string; tone: Tone } {
   if (i.running) return { word: "running", tone: "info" };
@@ -46,7 +28,7 @@ export function Downloads({ tag }: { tag: string }) {
 
   const load = async (): Promise<void> => {
     try {
-      items.value = (await api<{ items: DownloadItem[] }>(pluginPath(tag, "downloads"))).items;
+      items.value = (await api<DownloadsAnswer>(pluginPath(tag, "downloads"))).items;
       error.value = null;
     } catch (err) {
       error.value = errorText(err);
@@ -63,7 +45,7 @@ export function Downloads({ tag }: { tag: string }) {
     try {
       // The answer comes when the batch is done; the ticker shows its items running meanwhile.
       void load();
-      const r = await send<BatchResult>("POST", pluginPath(tag, "download"), which === "all" ? {} : { index: which });
+      const r = await send<DownloadBatch>("POST", pluginPath(tag, "download"), which === "all" ? {} : { index: which });
       result.value =
         r.failed === 0
           ? { tone: "ok", text: `Ran ${what}: ${r.succeeded} of ${r.total} downloaded.` }

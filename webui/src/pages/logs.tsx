@@ -6,15 +6,7 @@ import { useEffect } from "preact/hooks";
 import { useLiveStream } from "../components/live";
 import { clock } from "../format";
 import { Badge, Notice, toneOf } from "../components/ui";
-
-interface LogEntry {
-  id: number;
-  time_ms: number;
-  level: string;
-  target: string;
-  message: string;
-  fields: Record<string, unknown>;
-}
+import type { LogEntry } from "../shapes";
 
 const LEVELS = ["trace", "debug", "info", "warn", "error"] as const;
 type Level = (typeof LEVELS)[number];

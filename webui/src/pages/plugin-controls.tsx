@@ -1,28 +1,15 @@
 // Controls of one plugin: a matcher's runtime mode (POST .../mode, optionally for N minutes) and a
-// provider's reload (POST .../reload) with its rule count (GET .../reload/status).
+// provider's reload (POST .../reload) with its rule count (GET .../reload/status). Both read their
+// status once and again whenever the plugin's actors change (useActorLoad): a timed mode that ends,
+// a reload asked elsewhere, show up by themselves, with no polling.
 
 import { useSignal } from "@preact/signals";
-import { useEffect } from "preact/hooks";
+import { useActorLoad } from "../actors";
+import { useEvery } from "../components/every";
 import { api, errorText, pluginPath, send } from "../api";
 import { clock, count, duration } from "../format";
 import { Badge, Notice, toneOf } from "../components/ui";
-
-export interface MatcherStatus {
-  ok: boolean;
-  matcher: string;
-  mode: "normal" | "always_true" | "always_false";
-  until_ms: number | null;
-}
-
-export interface ProviderStatus {
-  ok: boolean;
-  provider: string;
-  status: "idle" | "reloading";
-  rules: number | null;
-  reloads: number;
-  failures: number;
-  last_error: string | null;
-}
+import type { MatcherStatus, ProviderReloaded, ProviderStatus } from "../shapes";
 
 const MODES: { mode: MatcherStatus["mode"]; label: string; hint: string }[] = [
   { mode: "normal", label: "Normal", hint: "the matcher checks each query" },
@@ -47,23 +34,13 @@ export function MatcherControl({ tag }: { tag: string }) {
     }
   };
 
-  useEffect(() => {
-    void load();
-  }, [tag]);
-
-  // A timed mode ends by itself on the server: count down, then read the status again.
+  // A timed mode that ends on the server changes the matcher's actor: read again then.
+  useActorLoad(tag, (id) => id.includes(`/plugin:${tag}/`), load);
+  // The countdown ticks here; nothing is asked of the server.
   const until = status.value?.until_ms ?? null;
-  useEffect(() => {
-    if (until === null) return;
-    const tick = window.setInterval(() => {
-      now.value = Date.now();
-      if (Date.now() > until + 500) {
-        clearInterval(tick);
-        void load();
-      }
-    }, 1000);
-    return () => clearInterval(tick);
-  }, [until]);
+  useEvery(1000, () => {
+    if (until !== null) now.value = Date.now();
+  });
 
   const setMode = async (mode: MatcherStatus["mode"], forMinutes?: number): Promise<void> => {
     busy.value = true;
@@ -138,15 +115,13 @@ export function ProviderControl({ tag }: { tag: string }) {
     }
   };
 
-  useEffect(() => {
-    void load();
-  }, [tag]);
+  useActorLoad(tag, (id) => id.includes(`/plugin:${tag}/`), load);
 
   const reload = async (): Promise<void> => {
     busy.value = true;
     result.value = null;
     try {
-      const out = await send<{ rules: number; duration_ms: number }>("POST", pluginPath(tag, "reload"));
+      const out = await send<ProviderReloaded>("POST", pluginPath(tag, "reload"));
       result.value = `Reloaded: ${count(out.rules)} rules in ${out.duration_ms} ms.`;
       error.value = null;
     } catch (err) {

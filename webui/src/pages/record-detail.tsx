@@ -12,8 +12,8 @@ import { outcomeText, recorderGet, type FullRecord, type RecordRow, type Resourc
 
 interface Rule {
   sequence: string;
-  /** node_index: the rule's place in its sequence, from 0 (shown from 1, as in the YAML list). */
-  index: number;
+  /** node_index: the rule's place in its sequence, from 0 (shown from 1, as in the YAML list); null for a step outside any rule. */
+  index: number | null;
   steps: Step[];
 }
 
@@ -80,7 +80,7 @@ function Path({ full }: { full: FullRecord }) {
       <p data-testid="path-summary">
         {rule ? (
           <>
-            Rule {rule.index + 1} of <span class="mono">{rule.sequence}</span> matched (
+            {rule.index === null ? "A step" : `Rule ${rule.index + 1}`} of <span class="mono">{rule.sequence}</span> matched (
             {rule.steps
               .filter((s) => s.kind === "matcher")
               .map((s) => stepName(s).name)
@@ -105,7 +105,8 @@ function Path({ full }: { full: FullRecord }) {
           {rules.map((r) => (
             <li key={`${r.sequence}:${r.index}:${r.steps[0]?.event_index}`} class={r === rule ? "path-rule hit" : "path-rule"}>
               <span class="hint">
-                <span class="mono">{r.sequence}</span> · rule {r.index + 1}
+                <span class="mono">{r.sequence}</span>
+                {r.index !== null && ` · rule ${r.index + 1}`}
               </span>
               <ul>
                 {r.steps.map((s) => (

@@ -8,40 +8,12 @@ import type { ComponentChildren } from "preact";
 import type uPlot from "uplot";
 import { ApiFailure, api, errorText } from "../api";
 import { Chart } from "../components/chart";
+import { useEvery } from "../components/every";
 import { Badge, Facts, Notice, toneOf } from "../components/ui";
 import { capabilities } from "../features";
 import { duration, shortVersion, when } from "../format";
-import type { ReloadStatus } from "./config";
+import type { BuildAnswer, BuildRecord, Health, SystemRecord } from "../shapes";
 import { restarts, UpgradeCard } from "./upgrade";
-
-interface Health {
-  status: "ok" | "not_ready";
-  version: string;
-  build_bundle: string;
-  uptime_ms: number;
-  checks: Record<string, string>;
-  plugins: { total: number; servers: number };
-}
-
-interface BuildRecord {
-  version: string;
-  bundle: string;
-  enabled_bundles: string[];
-  enabled_features: string[];
-  supported_plugins: Record<string, string[]>;
-}
-
-interface SystemRecord {
-  version: string;
-  os: string;
-  arch: string;
-  uptime_ms: number;
-  config_path: string;
-  reload: ReloadStatus;
-  process_cpu_percent: number;
-  process_memory_mb: number;
-  system_memory_total_mb: number;
-}
 
 const POLL_MS = 3000;
 /** Samples kept for the chart: an hour at one per POLL_MS. */
@@ -64,33 +36,28 @@ export function SystemPage() {
   const error = useSignal<string | null>(null);
   const series = useSignal<uPlot.AlignedData>([[], [], []]);
 
+  // CPU and memory are samples over time, not actor state: the one place besides the Overview's moving window that polls.
+  const poll = async (): Promise<void> => {
+    try {
+      const [hh, ss] = await Promise.all([health(), api<SystemRecord>("api/system")]);
+      h.value = hh;
+      sys.value = ss;
+      error.value = null;
+      const [t, cpu, mem] = series.value as [number[], number[], number[]];
+      const keep = (a: number[], v: number): number[] => [...a, v].slice(-SAMPLES);
+      series.value = [keep(t, Date.now() / 1000), keep(cpu, ss.process_cpu_percent), keep(mem, ss.process_memory_mb)];
+    } catch (err) {
+      error.value = errorText(err);
+    }
+  };
   useEffect(() => {
-    let stopped = false;
-    const poll = async (): Promise<void> => {
-      try {
-        const [hh, ss] = await Promise.all([health(), api<SystemRecord>("api/system")]);
-        if (stopped) return;
-        h.value = hh;
-        sys.value = ss;
-        error.value = null;
-        const [t, cpu, mem] = series.value as [number[], number[], number[]];
-        const keep = (a: number[], v: number): number[] => [...a, v].slice(-SAMPLES);
-        series.value = [keep(t, Date.now() / 1000), keep(cpu, ss.process_cpu_percent), keep(mem, ss.process_memory_mb)];
-      } catch (err) {
-        if (!stopped) error.value = errorText(err);
-      }
-    };
     void poll();
-    const timer = window.setInterval(() => void poll(), POLL_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
   }, []);
+  useEvery(POLL_MS, poll);
 
   // Read again after an upgrade restarted the service into another release.
   useEffect(() => {
-    void api<{ build: BuildRecord }>("api/build").then(
+    void api<BuildAnswer>("api/build").then(
       (b) => (build.value = b.build),
       (err: unknown) => (error.value = errorText(err)),
     );

@@ -7,31 +7,11 @@
 
 import { signal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
-import { ApiFailure, api, errorText, refusalText, send } from "../api";
+import { ApiFailure, api, errorText, onSignOut, refusalText, send } from "../api";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { loadCapabilities } from "../features";
 import { when } from "../format";
-
-interface CheckResult {
-  current_version: string;
-  latest_version: string;
-  update_available: boolean;
-  asset_name: string | null;
-  release_url: string;
-}
-
-interface UpgradeStatus {
-  ok: boolean;
-  state: "idle" | "running" | "restarting" | "completed" | "skipped" | "failed";
-  started_at_ms: number | null;
-  completed_at_ms: number | null;
-  error: string | null;
-  installed_version: string;
-  restart_required: boolean;
-  current_version?: string;
-  target_version: string | null;
-  installed_release?: boolean;
-}
+import type { Health, UpgradeCheck, UpgradeStatus } from "../shapes";
 
 const STATE_TONE: Record<UpgradeStatus["state"], Tone> = { idle: "muted", running: "warn", restarting: "warn", completed: "ok", skipped: "ok", failed: "error" };
 
@@ -47,7 +27,7 @@ const target = signal("");
 const prerelease = signal(false);
 /** Memory only, on purpose (see the header comment). */
 const token = signal("");
-const check = signal<CheckResult | null>(null);
+const check = signal<UpgradeCheck | null>(null);
 const status = signal<UpgradeStatus | null>(null);
 const phase = signal<Phase>("idle");
 /** Task states seen while following an install, in order. */
@@ -55,6 +35,21 @@ const seen = signal<string[]>([]);
 const message = signal<{ tone: Tone; text: string } | null>(null);
 /** Bumped when the service is back from a restart, so the System page reads its build again. */
 export const restarts = signal(0);
+/** Bumped at sign-out: a task followed for the previous session stops being followed. */
+let session = 0;
+
+// The token above all: it must not outlive the session it was typed in.
+onSignOut(() => {
+  session++;
+  target.value = "";
+  prerelease.value = false;
+  token.value = "";
+  check.value = null;
+  status.value = null;
+  phase.value = "idle";
+  seen.value = [];
+  message.value = null;
+});
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -76,7 +71,7 @@ function note(state: string): void {
 /** The service is answering again: the version it runs (null while it is not ready). */
 async function serving(): Promise<string | null> {
   try {
-    const h = await api<{ status: string; version: string }>("api/health", { signal: AbortSignal.timeout(3000) });
+    const h = await api<Health>("api/health", { signal: AbortSignal.timeout(3000) });
     return h.status === "ok" ? h.version : null;
   } catch {
     return null;
@@ -87,7 +82,7 @@ async function runCheck(): Promise<void> {
   phase.value = "checking";
   message.value = null;
   try {
-    check.value = await send<CheckResult>("POST", "api/upgrade/check", requestBody());
+    check.value = await send<UpgradeCheck>("POST", "api/upgrade/check", requestBody());
   } catch (err) {
     check.value = null;
     message.value = { tone: "error", text: refusalText(err) };
@@ -96,13 +91,14 @@ async function runCheck(): Promise<void> {
   }
 }
 
-/** Reads the task until it ends in this process ("ended") or the process stops answering ("gone"). */
-async function pollTask(): Promise<"ended" | "gone"> {
+/** Reads the task until it ends in this process ("ended") or the process stops answering ("gone"); "ended" too once `mine` is not the session any more. */
+async function pollTask(mine: number): Promise<"ended" | "gone"> {
   for (;;) {
     let s: UpgradeStatus;
     try {
       s = await readStatus();
     } catch (err) {
+      if (mine !== session) return "ended";
       // A client error (401 included) ends the wait; no answer or a 5xx means the process is going away.
       if (err instanceof ApiFailure && err.status < 500) {
         message.value = { tone: "error", text: refusalText(err) };
@@ -110,6 +106,7 @@ async function pollTask(): Promise<"ended" | "gone"> {
       }
       return "gone";
     }
+    if (mine !== session) return "ended";
     status.value = s;
     note(s.state);
     if (s.state === "failed") message.value = { tone: "error", text: `The upgrade failed; ${s.installed_version} keeps running. ${s.error ?? ""}` };
@@ -120,9 +117,9 @@ async function pollTask(): Promise<"ended" | "gone"> {
 }
 
 /** Waits for GET /api/health to answer ok again; the version serving, or null after RESTART_WAIT_MS. */
-async function waitForService(): Promise<string | null> {
+async function waitForService(mine: number): Promise<string | null> {
   const deadline = Date.now() + RESTART_WAIT_MS;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && mine === session) {
     await sleep(HEALTH_MS);
     const version = await serving();
     if (version !== null) return version;
@@ -132,21 +129,25 @@ async function waitForService(): Promise<string | null> {
 
 /** Follows the task of this process until it ends here, or until the service is back from its restart. */
 async function follow(fromVersion: string): Promise<void> {
+  const mine = session;
   for (;;) {
     phase.value = "applying";
-    if ((await pollTask()) === "ended") {
+    if ((await pollTask(mine)) === "ended") {
       phase.value = "idle";
       return;
     }
     phase.value = "restarting";
     note("restart");
-    const version = await waitForService();
+    const version = await waitForService(mine);
+    // Signed out meanwhile: the next session starts from a clean card.
+    if (mine !== session) return;
     if (version === null) {
       phase.value = "idle";
       message.value = { tone: "error", text: `The service has not answered for ${RESTART_WAIT_MS / 1000} s since its restart; check it on the host (its log, systemd).` };
       return;
     }
     const after = await readStatus().catch(() => null);
+    if (mine !== session) return;
     // The same process still at work (it only missed an answer): keep following it.
     if (version === fromVersion && (after?.state === "running" || after?.state === "restarting")) continue;
     status.value = after;
@@ -178,7 +179,7 @@ async function apply(fromVersion: string): Promise<void> {
   await follow(fromVersion);
 }
 
-function InstallControls({ c, s }: { c: CheckResult; s: UpgradeStatus | null }) {
+function InstallControls({ c, s }: { c: UpgradeCheck; s: UpgradeStatus | null }) {
   if (!c.update_available) return <Notice tone="ok">{c.current_version} is the newest release.</Notice>;
   if (c.asset_name === null) return <Notice tone="warn">Release {c.latest_version} has no artefact for this platform, so it cannot be installed here.</Notice>;
   if (s?.installed_release === false) {

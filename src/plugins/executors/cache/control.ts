@@ -9,52 +9,13 @@ import { bytesReply, type PluginControl, type PluginRoute } from "../../../regis
 import { CURSOR_MAX_LENGTH, DEFAULT_PAGE, MAX_PAGE } from "./api.js";
 import { CacheApiError } from "./errors.js";
 import { SWEEP_INTERVAL_MS, type CacheExecutor } from "./executor.js";
+import { cacheDeletedSchema, cacheEntriesSchema, cacheFlushedSchema, cacheLoadedSchema } from "./schemas.js";
 
 /**
  * load_dump's own body limit (the API's body_bytes does not apply): a dump of a large cache is big.
  * The body is decoded as it arrives and only `size` entries are kept, so memory does not follow it.
  */
 export const LOAD_DUMP_BODY_LIMIT = 256 * 1024 * 1024;
-
-const rrSchema = {
-  type: "object",
-  properties: {
-    name: { type: "string" },
-    class: { type: "string" },
-    ttl: { type: "integer" },
-    rr_type: { type: "string" },
-    payload_kind: { type: "string" },
-    payload_text: { type: "string" },
-    payload: { type: "object", additionalProperties: true },
-  },
-} as const;
-
-const entrySchema = {
-  type: "object",
-  properties: {
-    id: { type: "string" },
-    domain: { type: "string" },
-    qtype: { type: "string" },
-    qclass: { type: "string" },
-    rcode: { type: "string" },
-    answer_count: { type: "integer" },
-    authority_count: { type: "integer" },
-    additional_count: { type: "integer" },
-    ttl: { type: "integer" },
-    remaining_ttl: { type: "integer" },
-    fresh: { type: "boolean" },
-    stale: { type: "boolean" },
-    cached_at_ms: { type: "integer" },
-    expires_at_ms: { type: "integer" },
-    last_access_ms: { type: "integer" },
-    do_bit: { type: "boolean" },
-    cd_bit: { type: "boolean" },
-    ecs: { type: ["object", "null"], additionalProperties: true },
-    answers: { type: "array", items: rrSchema },
-  },
-} as const;
-
-const ok = { ok: { type: "boolean" } } as const;
 
 async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknown> {
   switch (op.type) {
@@ -83,7 +44,7 @@ const flush: PluginRoute<CacheExecutor> = {
   summary: "Remove every entry",
   changesState: true,
   errors: ["cache_busy"],
-  schema: { response: { 200: { type: "object", properties: { ...ok, cleared_entries: { type: "integer" } } } } },
+  schema: { response: { 200: cacheFlushedSchema } },
   async handle(_req, plugin) {
     return { ok: true, cleared_entries: (await ask(plugin, { type: "CACHE.FLUSH" })) as number };
   },
@@ -105,12 +66,7 @@ const routes: PluginRoute<CacheExecutor>[] = [
           qname: { type: "string", maxLength: 255, description: "Case-insensitive substring of the question name" },
         },
       },
-      response: {
-        200: {
-          type: "object",
-          properties: { ...ok, entries: { type: "array", items: entrySchema }, next_cursor: { type: ["string", "null"] }, total_entries: { type: "integer" } },
-        },
-      },
+      response: { 200: cacheEntriesSchema },
     },
     handle(req, plugin) {
       const q = req.query as { limit: number; cursor?: string; qname?: string };
@@ -124,7 +80,7 @@ const routes: PluginRoute<CacheExecutor>[] = [
     errors: ["cache_entry_not_found", "invalid_cache_entry_id", "cache_busy"],
     schema: {
       params: { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 4096 } } },
-      response: { 200: { type: "object", properties: { ...ok, deleted: { type: "boolean" } } } },
+      response: { 200: cacheDeletedSchema },
     },
     async handle(req, plugin) {
       await ask(plugin, { type: "CACHE.DELETE", id: req.params.id ?? "" });
@@ -149,7 +105,7 @@ const routes: PluginRoute<CacheExecutor>[] = [
     body: "stream",
     bodyLimit: LOAD_DUMP_BODY_LIMIT,
     errors: ["invalid_cache_dump", "cache_busy", "body_too_large"],
-    schema: { response: { 200: { type: "object", properties: { ...ok, loaded_entries: { type: "integer" } } } } },
+    schema: { response: { 200: cacheLoadedSchema } },
     async handle(req, plugin) {
       const source = (req.body ?? []) as AsyncIterable<Uint8Array>;
       return { ok: true, loaded_entries: (await ask(plugin, { type: "CACHE.LOAD", source })) as number };

@@ -10,31 +10,11 @@ import { cronMachine, type CronContext, type CronRunAccepted } from "../../../..
 import { type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { CronPlugin } from "./index.js";
 import { nextRun } from "./schedule.js";
-
-const nullable = (schema: object) => ({ anyOf: [schema, { type: "null" }] });
-
-const jobStatusSchema = {
-  type: "object",
-  required: ["schedule", "interval_ms", "next_run_ms", "current_run", "last_manual_run"],
-  properties: {
-    schedule: { type: ["string", "null"] },
-    interval_ms: { type: ["integer", "null"] },
-    next_run_ms: { type: ["integer", "null"] },
-    current_run: nullable({
-      type: "object",
-      required: ["run_id", "trigger", "status", "started_at_ms"],
-      properties: { run_id: { type: "integer" }, trigger: { type: "string" }, status: { type: "string" }, started_at_ms: { type: "integer" } },
-    }),
-    last_manual_run: nullable({
-      type: "object",
-      required: ["run_id", "status", "executor_error_count", "completed_at_ms"],
-      properties: { run_id: { type: "integer" }, status: { type: "string" }, executor_error_count: { type: "integer" }, completed_at_ms: { type: "integer" } },
-    }),
-  },
-} as const;
+import { cronJobsStatusSchema, cronRunAcceptedSchema, type jobStatusSchema } from "./schemas.js";
+import type { FromSchema } from "../../../api/schema-type.js";
 
 /** One job's status record from its actor's context (spec: Cron job status). */
-export function jobStatus(c: CronJobContext): object {
+export function jobStatus(c: CronJobContext): FromSchema<typeof jobStatusSchema> {
   return { schedule: c.schedule, interval_ms: c.interval_ms, next_run_ms: c.next_run_ms, current_run: c.current, last_manual_run: c.last_manual };
 }
 
@@ -51,13 +31,7 @@ const routes: PluginRoute<CronPlugin>[] = [
     errors: ["cron_job_not_found", "cron_job_already_running", "cron_unavailable"],
     schema: {
       params: { type: "object", required: ["job"], properties: { job: { type: "string", minLength: 1, maxLength: 512, description: "The job name (URL-encoded)" } } },
-      response: {
-        202: {
-          type: "object",
-          required: ["ok", "job", "status", "trigger", "run_id"],
-          properties: { ok: { type: "boolean" }, job: { type: "string" }, status: { type: "string" }, trigger: { type: "string" }, run_id: { type: "integer" } },
-        },
-      },
+      response: { 202: cronRunAcceptedSchema },
     },
     async handle(req, plugin) {
       const job = req.params.job ?? "";
@@ -70,9 +44,7 @@ const routes: PluginRoute<CronPlugin>[] = [
     path: "jobs/status",
     summary: "Every job's schedule, next run, current run and latest manual result",
     schema: {
-      response: {
-        200: { type: "object", required: ["ok", "jobs"], properties: { ok: { type: "boolean" }, jobs: { type: "object", additionalProperties: jobStatusSchema } } },
-      },
+      response: { 200: cronJobsStatusSchema },
     },
     handle(_req, plugin) {
       const jobs = jobsOf(plugin);

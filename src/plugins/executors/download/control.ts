@@ -8,27 +8,7 @@ import { fromPromise } from "xstate";
 import { downloadMachine, fetching, type DownloadContext, type DownloadInput, type DownloadResult, type FetchInput } from "../../../../machines/download.machine.js";
 import { RouteError, type ConcernHandle, type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { Downloader } from "./index.js";
-
-const itemSchema = {
-  type: "object",
-  required: ["index", "url", "path", "running", "last_run_ms", "last_success_ms", "last_error", "size_bytes"],
-  properties: {
-    index: { type: "integer" },
-    url: { type: "string" },
-    path: { type: "string" },
-    running: { type: "boolean" },
-    last_run_ms: { type: ["integer", "null"] },
-    last_success_ms: { type: ["integer", "null"] },
-    last_error: { type: ["string", "null"] },
-    size_bytes: { type: ["integer", "null"] },
-  },
-} as const;
-
-const resultSchema = {
-  type: "object",
-  required: ["ok", "total", "succeeded", "failed"],
-  properties: { ok: { type: "boolean" }, total: { type: "integer" }, succeeded: { type: "integer" }, failed: { type: "integer" } },
-} as const;
+import { downloadBatchSchema, downloadsSchema } from "./schemas.js";
 
 /** Each item: its configuration, the actor's status of it, and the size of its file on disk now (null when there is none). */
 async function list(downloader: Downloader, concern: ConcernHandle): Promise<object[]> {
@@ -52,7 +32,7 @@ const routes: PluginRoute<Downloader>[] = [
     method: "GET",
     path: "downloads",
     summary: "The configured downloads with their last run, last success, last error and file size",
-    schema: { response: { 200: { type: "object", required: ["ok", "items"], properties: { ok: { type: "boolean" }, items: { type: "array", items: itemSchema } } } } },
+    schema: { response: { 200: downloadsSchema } },
     async handle(_req, plugin) {
       return { ok: true, items: await list(plugin.view, plugin.concern) };
     },
@@ -66,7 +46,7 @@ const routes: PluginRoute<Downloader>[] = [
     errors: ["invalid_download_request", "download_index_out_of_range", "download_busy"],
     schema: {
       body: { type: "object", additionalProperties: false, properties: { index: { type: "integer", minimum: 0 } } },
-      response: { 200: resultSchema },
+      response: { 200: downloadBatchSchema },
     },
     async handle(req, plugin) {
       const index = (req.body as { index?: number }).index ?? null;

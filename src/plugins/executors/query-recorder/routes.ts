@@ -7,6 +7,7 @@ import { RefusedError, ActorGoneError, jsonReply, RouteError, sseReply, type Plu
 import type { QueryRecorder } from "./executor.js";
 import { parseFilter, type PluginKind, type ReadRequest } from "./filters.js";
 import { HOUR_MS, MINUTE_MS } from "./rollups.js";
+import { latencySchema, pluginStatsSchema, recordAnswerSchema, recordPageSchema, recordsClearedSchema, shareRowsSchema, timeseriesSchema } from "./schemas.js";
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 500;
@@ -27,49 +28,6 @@ const filterProps = {
 } as const;
 
 const query = (extra: Record<string, object> = {}): object => ({ type: "object", properties: { ...filterProps, ...extra } });
-
-const rr = { type: "object", additionalProperties: true } as const;
-const recordSchema = {
-  type: "object",
-  additionalProperties: true,
-  properties: {
-    id: { type: "integer" },
-    created_at_ms: { type: "integer" },
-    elapsed_ms: { type: "integer" },
-    elapsed_us: { type: "integer" },
-    request_id: { type: "integer" },
-    client_ip: { type: "string" },
-    instance: { type: "string" },
-    questions_json: { type: "array", items: { type: "object", properties: { name: { type: "string" }, qtype: { type: "string" }, qclass: { type: "string" } } } },
-    req_rd: { type: "boolean" },
-    req_cd: { type: "boolean" },
-    req_ad: { type: "boolean" },
-    req_opcode: { type: "string" },
-    req_edns_json: { type: ["object", "null"], additionalProperties: true },
-    error: { type: ["string", "null"] },
-    has_response: { type: "boolean" },
-    rcode: { type: ["string", "null"] },
-    resp_aa: { type: ["boolean", "null"] },
-    resp_tc: { type: ["boolean", "null"] },
-    resp_ra: { type: ["boolean", "null"] },
-    resp_ad: { type: ["boolean", "null"] },
-    resp_cd: { type: ["boolean", "null"] },
-    answer_count: { type: "integer" },
-    authority_count: { type: "integer" },
-    additional_count: { type: "integer" },
-    answers_json: { type: "array", items: rr },
-    authorities_json: { type: "array", items: rr },
-    additionals_json: { type: "array", items: rr },
-    signature_json: { type: "array", items: rr },
-    resp_edns_json: { type: ["object", "null"], additionalProperties: true },
-  },
-} as const;
-const stepSchema = {
-  type: "object",
-  properties: { event_index: { type: "integer" }, sequence_tag: { type: "string" }, node_index: { type: ["integer", "null"] }, kind: { type: "string" }, tag: { type: "string" }, outcome: { type: "string" } },
-} as const;
-const ok = { ok: { type: "boolean" } } as const;
-const keyRows = { type: "object", properties: { ...ok, sample_size: { type: "integer" }, rows: { type: "array", items: { type: "object", properties: { key: { type: "string" }, count: { type: "integer" }, share: { type: "number" } } } } } } as const;
 
 const READ_ERRORS = ["query_recorder_unavailable"];
 
@@ -106,7 +64,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
         limit: { type: "integer", minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE },
         cursor: { type: "string", pattern: "^[0-9]{1,15}:[0-9]{1,15}$", description: "next_cursor of the previous page" },
       }),
-      response: { 200: { type: "object", properties: { ...ok, next_cursor: { type: ["string", "null"] }, records: { type: "array", items: recordSchema } } } },
+      response: { 200: recordPageSchema },
     },
     handle(req, plugin) {
       const q = req.query as { limit: number; cursor?: string };
@@ -121,7 +79,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     errors: ["invalid_record_id", "record_not_found", ...READ_ERRORS],
     schema: {
       params: { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 64 } } },
-      response: { 200: { type: "object", properties: { ...ok, record: { type: "object", properties: { record: recordSchema, steps: { type: "array", items: stepSchema } } } } } },
+      response: { 200: recordAnswerSchema },
     },
     handle(req, plugin) {
       const text = req.params.id ?? "";
@@ -135,7 +93,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     summary: "Delete every record (current schema generation) after committing the queue",
     description: "Older schema generations in the same file and other recorders are not touched. The stream's replay tail is emptied too.",
     errors: ["query_recorder_busy", "query_recorder_unavailable"],
-    schema: { response: { 200: { type: "object", properties: { ...ok, cleared_records: { type: "integer" } } } } },
+    schema: { response: { 200: recordsClearedSchema } },
     async handle(_req, plugin) {
       const concern = plugin.concern;
       try {
@@ -150,38 +108,18 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     "plugins",
     "Per plugin: checked, matched, executed, and the records that reached it",
     { kind: { type: "string", enum: ["matcher", "executor", "builtin", "all"], default: "all" } },
-    {
-      type: "object",
-      properties: {
-        ...ok,
-        sample_size: { type: "integer" },
-        rows: { type: "array", items: { type: "object", properties: { kind: { type: "string" }, tag: { type: "string" }, checked: { type: "integer" }, matched: { type: "integer" }, executed: { type: "integer" }, query_total: { type: "integer" }, query_share: { type: "number" } } } },
-      },
-    },
+    pluginStatsSchema,
     (q) => ({ op: "stats", stat: "plugins", filter: parseFilter(q), kind: q.kind as PluginKind }),
   ),
-  stat("top_clients", "Clients with the most records", topLimit, keyRows, (q) => ({ op: "stats", stat: "top_clients", filter: parseFilter(q), limit: q.limit as number })),
-  stat("top_qnames", "Question names with the most records (lower case, absolute)", topLimit, keyRows, (q) => ({ op: "stats", stat: "top_qnames", filter: parseFilter(q), limit: q.limit as number })),
-  stat("qtype", "Records per question type (of the first question)", {}, keyRows, (q) => ({ op: "stats", stat: "qtype", filter: parseFilter(q) })),
-  stat("rcode", "Records per response code; _ERROR (the pipeline failed) and _NO_RESPONSE", {}, keyRows, (q) => ({ op: "stats", stat: "rcode", filter: parseFilter(q) })),
+  stat("top_clients", "Clients with the most records", topLimit, shareRowsSchema, (q) => ({ op: "stats", stat: "top_clients", filter: parseFilter(q), limit: q.limit as number })),
+  stat("top_qnames", "Question names with the most records (lower case, absolute)", topLimit, shareRowsSchema, (q) => ({ op: "stats", stat: "top_qnames", filter: parseFilter(q), limit: q.limit as number })),
+  stat("qtype", "Records per question type (of the first question)", {}, shareRowsSchema, (q) => ({ op: "stats", stat: "qtype", filter: parseFilter(q) })),
+  stat("rcode", "Records per response code; _ERROR (the pipeline failed) and _NO_RESPONSE", {}, shareRowsSchema, (q) => ({ op: "stats", stat: "rcode", filter: parseFilter(q) })),
   stat(
     "latency",
     "Latency summary, percentiles, histogram and the slowest names",
     { slow_limit: { type: "integer", minimum: 1, description: "Rows of slow_top (default 20)" }, limit: { type: "integer", minimum: 1, description: "Same as slow_limit" } },
-    {
-      type: "object",
-      properties: {
-        ...ok,
-        sample_size: { type: "integer" },
-        avg_ms: { type: ["number", "null"] },
-        p50_ms: { type: ["number", "null"] },
-        p95_ms: { type: ["number", "null"] },
-        p99_ms: { type: ["number", "null"] },
-        max_ms: { type: ["number", "null"] },
-        histogram: { type: "array", items: { type: "object", properties: { lt_ms: { type: ["number", "null"] }, count: { type: "integer" } } } },
-        slow_top: { type: "array", items: { type: "object", properties: { qname: { type: "string" }, count: { type: "integer" }, avg_ms: { type: "number" }, max_ms: { type: "number" } } } },
-      },
-    },
+    latencySchema,
     (q) => ({ op: "stats", stat: "latency", filter: parseFilter(q), slowLimit: (q.slow_limit ?? q.limit ?? DEFAULT_TOP) as number }),
     "Percentiles are nearest-rank over latencies kept to three significant digits (exact below 1 ms).",
   ),
@@ -192,15 +130,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
       bucket: { type: "string", enum: ["minute", "hour"], default: "minute" },
       buckets: { type: "integer", minimum: 1, maximum: MAX_BUCKETS, default: DEFAULT_BUCKETS },
     },
-    {
-      type: "object",
-      properties: {
-        ...ok,
-        sample_size: { type: "integer" },
-        bucket_ms: { type: "integer" },
-        points: { type: "array", items: { type: "object", properties: { bucket_ms: { type: "integer" }, total: { type: "integer" }, error_count: { type: "integer" }, no_response_count: { type: "integer" }, avg_ms: { type: "number" }, p95_ms: { type: "number" } } } },
-      },
-    },
+    timeseriesSchema,
     (q) => ({ op: "stats", stat: "timeseries", filter: parseFilter(q), bucketMs: q.bucket === "hour" ? HOUR_MS : MINUTE_MS, buckets: q.buckets as number, nowMs: Date.now() }),
     "`buckets` points, oldest first, ending with the one that holds until_ms (default now); empty ones are zeros.",
   ),
