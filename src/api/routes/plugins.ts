@@ -19,7 +19,8 @@ import type { ApiHost } from "../host.js";
 import { pluginsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
 import { EventStreams, requireEventStream } from "../sse.js";
-import { coercingAjv, jsonBody, strictAjv } from "../body.js";
+import { coercingAjv, strictAjv } from "../../config/ajv.js";
+import { jsonBody } from "../body.js";
 
 type AnyRoute = PluginRoute<unknown>;
 
