@@ -2,7 +2,7 @@
 // Only the control plane emits here; the DNS hot path never does.
 
 import { EventEmitter } from "eventemitter3";
-import type { LogEntry } from "./observability/log-ring.js";
+import type { LogRecord } from "./observability/log-ring.js";
 
 export interface ActorTransition {
   /** systemId, or the path of a child actor (runtime:3/plugin:main). */
@@ -15,7 +15,8 @@ export interface ActorTransition {
 }
 
 export interface BusEvents {
-  log: (entry: LogEntry) => void;
+  /** A line just logged (parse it with `entry()` only if it is shown). */
+  log: (record: LogRecord) => void;
   "reload.status": (status: unknown) => void;
   "actor.transition": (t: ActorTransition) => void;
 }

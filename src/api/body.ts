@@ -1,15 +1,10 @@
 // What the API's routes share for reading requests: the JSON body of routes that take their body as
-// bytes (plugin routes, upgrade), and the two ajv instances route schemas compile with — query
-// strings and paths are text and are coerced to their types; a JSON body already has types
-// ({"index": "1"} is not an integer, and a save must not turn 42 into "42").
+// bytes (plugin routes, upgrade), and the validator compiler of routes whose body is JSON (no
+// coercion: the ajv instances are those of src/config/ajv.ts).
 
-import { Ajv } from "ajv";
 import type { FastifySchemaCompiler } from "fastify";
+import { strictAjv } from "../config/ajv.js";
 import { ApiError, type ErrorCode } from "./errors.js";
-
-const options = { allErrors: false, removeAdditional: false, useDefaults: true, allowUnionTypes: true, strict: false } as const;
-export const coercingAjv = new Ajv({ ...options, coerceTypes: true });
-export const strictAjv = new Ajv({ ...options, coerceTypes: false });
 
 /** A route's validator compiler for a JSON body (no coercion). */
 export const strictBody: FastifySchemaCompiler<unknown> = ({ schema }) => strictAjv.compile(schema as object);

@@ -7,6 +7,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from "fastify";
+import { API_REQUEST_OPTIONS } from "../config/ajv.js";
 import { configLimits, formatBytes } from "../config/limits.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
@@ -162,7 +163,8 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       const code = api ? "invalid_path" : "not_found";
       void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
     },
-    ajv: { customOptions: { allErrors: false, coerceTypes: true, removeAdditional: false, useDefaults: true, allowUnionTypes: true } },
+    // Fastify builds its own ajv for the other routes' schemas, with the options of src/config/ajv.ts.
+    ajv: { customOptions: { ...API_REQUEST_OPTIONS, coerceTypes: true } },
     schemaController: { compilersFactory: schemas.factories() },
   }) as unknown as FastifyInstance;
   let policy = makePolicy(host, initial);

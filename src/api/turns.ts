@@ -1,4 +1,4 @@
-// The schedule both SSE fan-outs (logs, plugin streams) write on: a turn runs at most every BATCH_MS
+// The schedule the SSE broadcaster (./sse-client.ts: logs, actors, plugin streams) writes on: a turn runs at most every BATCH_MS
 // after the previous one ended, and never before the check phase of the event loop, so it comes after
 // that iteration's I/O callbacks (DNS); it writes until TURN_BUDGET_MS has passed. A turn that starts
 // LATE_MS late (the loop is busy, or the process starved of CPU) is told so and serves one client.

@@ -1,7 +1,19 @@
-// One ajv instance for every schema (top level and each plugin's args), with errors turned into
-// located, readable problems: "unknown field 'x'", "'timeout' must be integer", ...
+// Every ajv instance of the program, and the one set of options API requests validate with:
+//  - the configuration's (the top level and each plugin's args): all errors, turned into located,
+//    readable problems ("unknown field 'x'", "'timeout' must be integer", ...) by validateSchema;
+//  - the API's: query strings and paths are text and are coerced to their schema types
+//    (`coercingAjv`, and fastify's own compiler for the other routes, src/api/server.ts); a JSON
+//    body already has types (`strictAjv`: {"index": "1"} is not an integer, and a save must not
+//    turn 42 into "42").
 
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+
+/** How API requests are validated: the first error only, defaults filled in, nothing removed. */
+export const API_REQUEST_OPTIONS = { allErrors: false, removeAdditional: false, useDefaults: true, allowUnionTypes: true } as const;
+/** Query strings and path parameters (text) become the types their schemas say. */
+export const coercingAjv = new Ajv({ ...API_REQUEST_OPTIONS, strict: false, coerceTypes: true });
+/** JSON bodies keep the types they were sent with. */
+export const strictAjv = new Ajv({ ...API_REQUEST_OPTIONS, strict: false, coerceTypes: false });
 
 export interface SchemaProblem {
   /** Path of the offending value (for unknown fields: of the unknown key). */

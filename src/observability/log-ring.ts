@@ -1,7 +1,9 @@
 // The last log entries in memory (for GET /api/logs and the log stream), fed by pino after its
-// level filter. Each entry is parsed once from pino's JSON line.
+// level filter. Logging stays cheap: the ring keeps pino's JSON line as it was written, with the
+// level, time and id pino hands over beside it (the metadata a pino destination may ask for), and
+// parses a line into an entry only when someone reads it (a GET, a stream's replay or live batch).
 
-import { Writable } from "node:stream";
+import type { DestinationStream } from "pino";
 import type { Bus } from "../bus.js";
 
 export const LOG_LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
@@ -26,8 +28,44 @@ export function levelRank(level: LogLevelName): number {
   return LOG_LEVEL_NAMES.indexOf(level);
 }
 
+/** One line in the ring: what filters need is at hand, the rest is parsed from `line` on demand. */
+export class LogRecord {
+  constructor(
+    readonly id: number,
+    readonly level: LogLevelName,
+    /** levelRank(level), kept so level filters compare numbers. */
+    readonly rank: number,
+    readonly time_ms: number,
+    /** pino's JSON line, already redacted. */
+    private readonly line: string,
+  ) {}
+
+  /** The entry as the API shows it (parsed now: callers read a record once per answer or batch). */
+  entry(): LogEntry {
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(this.line) as Record<string, unknown>;
+    } catch {
+      // pino writes JSON; a line that is not is shown as it came.
+      return { id: this.id, time_ms: this.time_ms, level: this.level, target: "sluice", message: this.line.trimEnd(), fields: {} };
+    }
+    const { level: _level, time: _time, target, msg, ...fields } = parsed;
+    return {
+      id: this.id,
+      time_ms: this.time_ms,
+      level: this.level,
+      target: typeof target === "string" ? target : "sluice",
+      message: typeof msg === "string" ? msg : "",
+      fields,
+    };
+  }
+}
+
+/** The level at the start of a line pino wrote (`{"level":30,...`): for a writer that passed no metadata. */
+const LEVEL_PREFIX = /^\{"level":(\d+)/;
+
 export class LogRing {
-  private readonly buffer: (LogEntry | undefined)[];
+  private readonly buffer: (LogRecord | undefined)[];
   private next = 0;
   private count = 0;
   private lastId = 0;
@@ -36,55 +74,56 @@ export class LogRing {
     readonly capacity: number,
     private readonly bus: Bus,
   ) {
-    this.buffer = new Array<LogEntry | undefined>(capacity);
+    this.buffer = new Array<LogRecord | undefined>(capacity);
   }
 
-  push(entry: Omit<LogEntry, "id">): LogEntry {
-    const full: LogEntry = { id: ++this.lastId, ...entry };
-    this.buffer[this.next] = full;
+  /** Adds one line (pino's JSON, one log call) with the level and time pino reported for it. */
+  push(line: string, level: LogLevelName, timeMs: number): LogRecord {
+    const record = new LogRecord(++this.lastId, level, levelRank(level), timeMs, line);
+    this.buffer[this.next] = record;
     this.next = (this.next + 1) % this.capacity;
     this.count = Math.min(this.count + 1, this.capacity);
-    this.bus.emit("log", full);
-    return full;
+    this.bus.emit("log", record);
+    return record;
   }
 
-  /** The newest `limit` entries at or above `minLevel`, oldest first. */
-  tail(limit: number, minLevel: LogLevelName = "trace"): LogEntry[] {
+  /** The newest `limit` records at or above `minLevel`, oldest first. */
+  records(limit: number, minLevel: LogLevelName = "trace"): LogRecord[] {
     const min = levelRank(minLevel);
-    const out: LogEntry[] = [];
+    const out: LogRecord[] = [];
     for (let i = 1; i <= this.count && out.length < limit; i++) {
-      const e = this.buffer[(this.next - i + this.capacity) % this.capacity] as LogEntry;
-      if (levelRank(e.level) >= min) out.push(e);
+      const r = this.buffer[(this.next - i + this.capacity) % this.capacity] as LogRecord;
+      if (r.rank >= min) out.push(r);
     }
     return out.reverse();
   }
 
-  /** A pino destination: each JSON line becomes an entry. */
-  sink(): Writable {
-    return new Writable({
-      write: (chunk: Buffer, _enc, done) => {
-        for (const line of chunk.toString("utf8").split("\n")) {
-          if (line.length > 0) this.ingest(line);
-        }
-        done();
-      },
-    });
+  /** The newest `limit` entries at or above `minLevel`, oldest first. */
+  tail(limit: number, minLevel: LogLevelName = "trace"): LogEntry[] {
+    return this.records(limit, minLevel).map((r) => r.entry());
   }
 
-  private ingest(line: string): void {
-    let parsed: Record<string, unknown>;
-    try {
-      parsed = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      return;
-    }
-    const { level, time, target, msg, ...fields } = parsed;
-    this.push({
-      time_ms: typeof time === "number" ? time : Date.now(),
-      level: PINO_LEVELS[level as number] ?? "info",
-      target: typeof target === "string" ? target : "sluice",
-      message: typeof msg === "string" ? msg : "",
-      fields,
-    });
+  /**
+   * A pino destination (for multistream): each write is one log call's line. It asks for pino's
+   * metadata (Symbol.for("pino.metadata")): multistream sets lastLevel and lastTime (the time
+   * field as written, ms since the epoch) before each write, so nothing is parsed here.
+   */
+  sink(): DestinationStream {
+    const dest = {
+      [Symbol.for("pino.metadata")]: true,
+      lastLevel: undefined as number | string | undefined,
+      lastTime: undefined as string | undefined,
+      write: (line: string): void => {
+        const level = typeof dest.lastLevel === "number" ? PINO_LEVELS[dest.lastLevel] : undefined;
+        const time = dest.lastTime === undefined ? NaN : Number(dest.lastTime);
+        this.push(line, level ?? levelOfLine(line), Number.isFinite(time) ? time : Date.now());
+      },
+    };
+    return dest;
   }
+}
+
+function levelOfLine(line: string): LogLevelName {
+  const m = LEVEL_PREFIX.exec(line);
+  return (m && PINO_LEVELS[Number(m[1])]) || "info";
 }

@@ -3,7 +3,7 @@
 
 import { createWriteStream } from "node:fs";
 import type { Writable } from "node:stream";
-import { multistream, pino, type Level, type Logger, type StreamEntry } from "pino";
+import { multistream, pino, type DestinationStream, type Level, type Logger, type StreamEntry } from "pino";
 import type { LogLevel } from "../config/schema.js";
 
 export type { Logger };
@@ -15,7 +15,7 @@ export function pinoLevel(level: LogLevel): Level | "silent" {
 export interface LoggerOptions {
   level: LogLevel;
   file?: string;
-  sinks?: Writable[];
+  sinks?: DestinationStream[];
   /** Defaults to stdout; tests pass their own stream. */
   stdout?: Writable;
 }

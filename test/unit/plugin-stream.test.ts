@@ -1,11 +1,11 @@
-// A plugin stream's client connection (src/api/sse.ts) on real loopback sockets: frames handed over
+// An event stream client (src/api/sse-client.ts) on real loopback sockets: frames handed over
 // while the reader does not read are held by reference up to the queue's capacity, the oldest
 // dropped beyond it (to a shared chunk's boundary), and once the reader reads, every frame is either
 // received in order or counted in one `event: dropped` frame. The broadcaster's turns reach every
 // client, one shared batch for all.
 import net from "node:net";
 import { afterEach, expect, test } from "vitest";
-import { PluginStreamBroadcast, PluginStreamConnection } from "../../src/api/sse.js";
+import { SseBroadcast, SseClient } from "../../src/api/sse-client.js";
 
 interface Pair {
   server: net.Socket;
@@ -64,7 +64,7 @@ test("a reader that stops holds at most `capacity` frames; when it reads again e
   const { server, client } = await pair();
   client.pause();
   let wakes = 0;
-  const conn = new PluginStreamConnection(server, () => wakes++, 500);
+  const conn = new SseClient(server, () => wakes++, 500);
   // ~19 MB: more than the kernel's socket buffers and the response's user-space share hold.
   const total = 20_000;
   // The batches arrive while the reader is stalled; turns write until the socket pushes back.
@@ -93,9 +93,9 @@ test("a reader that stops holds at most `capacity` frames; when it reads again e
 });
 
 test("the broadcaster's turns reach every client, and a reader that keeps up gets every frame", async () => {
-  const broadcast = new PluginStreamBroadcast();
+  const broadcast = new SseBroadcast();
   const pairs = await Promise.all(Array.from({ length: 20 }, () => pair()));
-  const conns = pairs.map((p) => new PluginStreamConnection(p.server, broadcast.wake));
+  const conns = pairs.map((p) => new SseClient(p.server, broadcast.wake));
   for (const c of conns) broadcast.add(c);
   const total = 2000;
   const readers = pairs.map((p) => readAll(p.client, (t) => ids(t).at(-1) === total));

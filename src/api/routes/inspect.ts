@@ -1,15 +1,14 @@
 // State inspection: every actor's id, state value and a context summary (GET /api/actors), and the
 // same as a stream (GET /api/actors/stream): the current snapshots first, then each change.
 
-import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance } from "fastify";
 import type { AnyActorRef } from "xstate";
 import { listActors } from "../../../actors/inspect.js";
 import type { ActorTransition } from "../../bus.js";
-import { ApiError, errorSchema } from "../errors.js";
+import { errorSchema } from "../errors.js";
 import { actorsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
-import { acceptsEventStream, startPluginStream } from "../sse.js";
+import { EventStreams, requireEventStream } from "../sse.js";
 
 /** One SSE frame for an actor's state. */
 const frame = (a: Pick<ActorTransition, "id" | "status" | "state" | "context"> & { parent?: string | null }): string =>
@@ -27,46 +26,27 @@ export function registerInspectRoutes(api: FastifyInstance, { host }: RouteConte
     actors: listActors(host.actor as AnyActorRef),
   }));
 
-  const streams = new Set<() => void>();
-  // Own scope: @fastify/sse is loaded before the route, and the stream is taken over in manual mode.
-  void api.register(async (scope) => {
-    await scope.register(fastifySSE, { heartbeatInterval: 0 });
-    scope.addHook("onClose", (_instance, done) => {
-      for (const release of [...streams]) release();
-      done();
-    });
-    scope.get(
-      "/api/actors/stream",
-      {
-        sse: { kind: "manual", heartbeat: false },
-        exposeHeadRoute: false,
-        schema: {
-          summary: "Every actor's state, then each change (Server-Sent Events)",
-          description: STREAM_DESCRIPTION,
-          tags: ["observability"],
-          response: { 200: { type: "string", description: "text/event-stream" }, 406: errorSchema },
-        },
+  const streams = new EventStreams(api, () => host.sseHeartbeatMs());
+  api.get(
+    "/api/actors/stream",
+    {
+      exposeHeadRoute: false,
+      schema: {
+        summary: "Every actor's state, then each change (Server-Sent Events)",
+        description: STREAM_DESCRIPTION,
+        tags: ["observability"],
+        response: { 200: { type: "string", description: "text/event-stream" }, 406: errorSchema },
       },
-      (req, reply) => {
-        if (!acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
-        const entry = { release: (): void => undefined, done: false };
-        entry.release = startPluginStream(
-          reply,
-          (sink) => {
-            // Subscribed before the snapshot list is read, in one synchronous step: no change falls between them.
-            const onTransition = (t: ActorTransition): void => sink.send([frame(t)]);
-            host.bus.on("actor.transition", onTransition);
-            sink.send(listActors(host.actor as AnyActorRef).map(frame));
-            return () => host.bus.off("actor.transition", onTransition);
-          },
-          host.sseHeartbeatMs(),
-          () => {
-            entry.done = true;
-            streams.delete(entry.release);
-          },
-        );
-        if (!entry.done) streams.add(entry.release);
-      },
-    );
-  });
+    },
+    (req, reply) => {
+      requireEventStream(req);
+      streams.start(req, reply, (sink) => {
+        // Subscribed before the snapshot list is read, in one synchronous step: no change falls between them.
+        const onTransition = (t: ActorTransition): void => sink.send([frame(t)]);
+        host.bus.on("actor.transition", onTransition);
+        sink.send(listActors(host.actor as AnyActorRef).map(frame));
+        return () => host.bus.off("actor.transition", onTransition);
+      });
+    },
+  );
 }

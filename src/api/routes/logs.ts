@@ -1,18 +1,17 @@
 // Logs: GET /api/logs (the in-memory tail as JSON) and GET /api/logs/stream (SSE: replay, then
 // live entries from the bus in shared batches, heartbeats, Last-Event-ID resume, bounded per-client queue).
 
-import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HookHandlerDoneFunction } from "fastify";
 import type { ApiHost } from "../host.js";
-import type { LogLevelName } from "../../observability/log-ring.js";
+import { levelRank, type LogLevelName } from "../../observability/log-ring.js";
 import { ApiError, errorSchema } from "../errors.js";
-import { LogBroadcast } from "../log-broadcast.js";
+import { LogFeed, QUEUE_LIMIT, logFrame, replayRecords } from "../log-feed.js";
 import { BATCH_MS } from "../turns.js";
 import { DEFAULT_SSE_HEARTBEAT_MS } from "../../config/heartbeat.js";
-import { LogStreamConnection, QUEUE_LIMIT, replayEntries, type LogStreamStats } from "../log-stream.js";
 import { logsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
-import { acceptsEventStream } from "../sse.js";
+import { EventStreams, lastEventId, requireEventStream } from "../sse.js";
+import type { StreamStats } from "../sse-client.js";
 
 /** Values `level` accepts (case-insensitive); `warning` is an alias of `warn`. */
 const LEVEL_VALUES = ["trace", "debug", "info", "warn", "warning", "error"] as const;
@@ -46,12 +45,12 @@ const STREAM_DESCRIPTION =
   `discarded; a \`: heartbeat\` comment right after the replay and every ${DEFAULT_SSE_HEARTBEAT_MS / 1000} s (api.http.sse_heartbeat). Live entries come in ` +
   `batches at most every ${BATCH_MS} ms. Send Last-Event-ID on reconnect to receive the entries after that id still held in memory.`;
 
-/** Open streams per app (each with its release function), for shutdown and for tests. */
-const openStreams = new WeakMap<ApiHost, Map<LogStreamConnection, () => void>>();
+/** Open log streams per app, for tests. */
+const openStreams = new WeakMap<ApiHost, EventStreams>();
 
 /** One record per open log stream of this app. */
-export function logStreamStats(host: ApiHost): LogStreamStats[] {
-  return [...(openStreams.get(host)?.keys() ?? [])].map((c) => c.stats());
+export function logStreamStats(host: ApiHost): StreamStats[] {
+  return openStreams.get(host)?.stats() ?? [];
 }
 
 function minLevel(level: LevelQuery): LogLevelName {
@@ -82,74 +81,48 @@ function rejectInvalid(req: FastifyRequest): void {
 }
 
 export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext): void {
-  const streams = new Map<LogStreamConnection, () => void>();
+  const streams = new EventStreams(api, () => host.sseHeartbeatMs());
   openStreams.set(host, streams);
-  const broadcast = new LogBroadcast(host.bus);
+  const feed = new LogFeed(host.bus);
 
-  // Own scope: @fastify/sse must be loaded before these routes are added, and its hooks stay here.
-  void api.register(async (scope) => {
-    await scope.register(fastifySSE, { heartbeatInterval: 0 });
+  api.get(
+    "/api/logs",
+    {
+      attachValidation: true,
+      preValidation: lowerCaseLevel,
+      schema: { summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsSchema, 400: errorSchema } },
+    },
+    (req) => {
+      rejectInvalid(req);
+      const { limit, level } = req.query as { limit: number; level: LevelQuery };
+      const entries = host.logRing.tail(limit, minLevel(level));
+      return { ok: true, total: entries.length, entries };
+    },
+  );
 
-    scope.get(
-      "/api/logs",
-      {
-        attachValidation: true,
-        preValidation: lowerCaseLevel,
-        schema: { summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsSchema, 400: errorSchema } },
+  api.get(
+    "/api/logs/stream",
+    {
+      exposeHeadRoute: false,
+      attachValidation: true,
+      preValidation: lowerCaseLevel,
+      schema: {
+        summary: "Live log entries (Server-Sent Events)",
+        description: STREAM_DESCRIPTION,
+        tags: ["observability"],
+        querystring: streamQuery,
+        response: { 200: { type: "string", description: "text/event-stream" }, 400: errorSchema, 406: errorSchema },
       },
-      (req) => {
-        rejectInvalid(req);
-        const { limit, level } = req.query as { limit: number; level: LevelQuery };
-        const entries = host.logRing.tail(limit, minLevel(level));
-        return { ok: true, total: entries.length, entries };
-      },
-    );
-
-    scope.get(
-      "/api/logs/stream",
-      {
-        sse: { kind: "manual", heartbeat: false },
-        exposeHeadRoute: false,
-        attachValidation: true,
-        preValidation: lowerCaseLevel,
-        schema: {
-          summary: "Live log entries (Server-Sent Events)",
-          description: STREAM_DESCRIPTION,
-          tags: ["observability"],
-          querystring: streamQuery,
-          response: { 200: { type: "string", description: "text/event-stream" }, 400: errorSchema, 406: errorSchema },
-        },
-      },
-      (req, reply) => {
-        rejectInvalid(req);
-        if (!acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
-        const { tail, level } = req.query as { tail: number; level: LevelQuery };
-        const conn = new LogStreamConnection(reply.raw, minLevel(level), broadcast.wake);
-        reply.sse.keepAlive();
-        reply.sse.sendHeaders();
-        // Subscribe and replay in one synchronous step, so no entry falls between them or comes twice.
-        broadcast.add(conn);
-        conn.replay(replayEntries(host.logRing, reply.sse.lastEventId, tail, minLevel(level)));
-        conn.heartbeat();
-        const timer = setInterval(() => conn.heartbeat(), host.sseHeartbeatMs());
-        timer.unref();
-        const release = (): void => {
-          broadcast.remove(conn);
-          clearInterval(timer);
-          conn.close();
-          streams.delete(conn);
-        };
-        streams.set(conn, release);
-        reply.sse.onClose(release);
-        // The client may already be gone (then no close event will come).
-        if (!reply.sse.isConnected || reply.raw.destroyed || !reply.raw.socket || reply.raw.socket.destroyed) release();
-      },
-    );
-
-    // forceCloseConnections ends the sockets on close; this also covers any stream that missed it.
-    scope.addHook("onClose", (_instance, done) => {
-      for (const release of [...streams.values()]) release();
-      done();
-    });
-  });
+    },
+    (req, reply) => {
+      rejectInvalid(req);
+      requireEventStream(req);
+      const { tail, level } = req.query as { tail: number; level: LevelQuery };
+      const rank = levelRank(minLevel(level));
+      // The replay is read and the client subscribed in one synchronous step, so no entry falls between them or comes twice.
+      const replay = replayRecords(host.logRing, lastEventId(req), tail, rank).map((r) => logFrame(r.entry()));
+      // A log stream holds fewer frames than a plugin stream and waits for 'drain' as soon as write() says so.
+      streams.start(req, reply, (sink) => feed.add(sink, rank), { replay, capacity: QUEUE_LIMIT, socketBytes: 0 });
+    },
+  );
 }

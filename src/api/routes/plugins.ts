@@ -4,7 +4,6 @@
 // plugin's routes are 404 and a new plugin's routes answer, with no change to the listener.
 // GET /api/plugins lists the live plugins with their actor states and routes.
 
-import { fastifySSE } from "@fastify/sse";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AnyActorRef, AnyMachineSnapshot } from "xstate";
 import { ask, ActorGoneError, RefusedError } from "../../../actors/ask.js";
@@ -19,8 +18,9 @@ import { refusalError } from "../guards.js";
 import type { ApiHost } from "../host.js";
 import { pluginsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
-import { acceptsEventStream, startPluginStream } from "../sse.js";
-import { coercingAjv, jsonBody, strictAjv } from "../body.js";
+import { EventStreams, requireEventStream } from "../sse.js";
+import { coercingAjv, strictAjv } from "../../config/ajv.js";
+import { jsonBody } from "../body.js";
 
 type AnyRoute = PluginRoute<unknown>;
 
@@ -126,7 +126,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
   });
 
   /** Open event streams of plugin routes, ended when the API closes. */
-  const streams = new Set<() => void>();
+  const streams = new EventStreams(api, () => host.sseHeartbeatMs());
 
   /** The live plugin with `tag` when its type serves route `key`; else the not-found error. */
   const livePlugin = (tag: string, types: Set<string>, notFound: ErrorCode, key: string): { live: LivePlugin; g: number } => {
@@ -138,12 +138,6 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
 
   // Own scope: bodies arrive as bytes and each route decides how to read them (JSON, raw or streamed).
   void api.register(async (scope) => {
-    // Streaming routes take their reply over themselves (manual mode); heartbeats are ours.
-    await scope.register(fastifySSE, { heartbeatInterval: 0 });
-    scope.addHook("onClose", (_instance, done) => {
-      for (const release of [...streams]) release();
-      done();
-    });
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     // Query strings and paths are text and are coerced to their schema types; a JSON body already has types ({"index": "1"} is not an integer).
@@ -159,7 +153,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
         url: routeUrl(":tag", route),
         attachValidation: true,
         config: { changesState: route.changesState === true },
-        ...(route.stream ? { sse: { kind: "manual" as const, heartbeat: false }, exposeHeadRoute: false } : {}),
+        ...(route.stream ? { exposeHeadRoute: false } : {}),
         ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
         schema: {
           summary: route.summary,
@@ -190,7 +184,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
             view: live.instance,
             concern: concern ? concernHandle(concern, (concern as { systemId?: string }).systemId ?? concern.id, sharedOf(host, tag, live.type)) : missingConcern(tag),
           };
-          if (route.stream && !acceptsEventStream(req.headers.accept)) throw new ApiError("not_acceptable", "this route only produces text/event-stream");
+          if (route.stream) requireEventStream(req);
           const abort = new AbortController();
           reply.raw.on("close", () => abort.abort());
           let body: unknown = req.body;
@@ -214,17 +208,10 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
                 return reply.code(route.status ?? 200).type("application/json; charset=utf-8").send(result.body);
               case "bytes":
                 return reply.type(result.contentType).header("content-disposition", `attachment; filename="${result.filename}"`).send(result.body);
-              case "sse": {
+              case "sse":
                 if (!route.stream) throw new ApiError("internal_error", `plugin route ${key} returned a stream but is not declared with stream: true`);
-                // The client may be gone already, in which case the stream is released before this returns.
-                const entry = { release: (): void => undefined, done: false };
-                entry.release = startPluginStream(reply, result.open, host.sseHeartbeatMs(), () => {
-                  entry.done = true;
-                  streams.delete(entry.release);
-                });
-                if (!entry.done) streams.add(entry.release);
+                streams.start(req, reply, result.open);
                 return;
-              }
             }
           }
           return reply.code(route.status ?? 200).send(result);
