@@ -1,5 +1,6 @@
 // GET /api/actors/stream (issue 24, item 6): the current snapshot of every actor first, then each
-// change, while a cron job runs, a download batch runs, a cache dump is taken and a reload happens.
+// change, while a cron job runs, a download batch runs, a cache dump is taken and a reload happens
+// (the new cache loads its dump_file, the old one writes it as it goes).
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { isHeartbeat, openSse, type SseFrame, type SseStream } from "../helpers/sse.js";
@@ -21,7 +22,7 @@ beforeAll(async () => {
     listen: 127.0.0.1:0
     sse_heartbeat: 500ms
 plugins:
-  - { tag: c, type: cache, args: { size: 100 } }
+  - { tag: c, type: cache, args: { size: 100, dump_file: cache.dump } }
   - { tag: jobs, type: cron, args: { jobs: [{ name: tick, interval: 1h, executors: ["sleep 50"] }] } }
   - tag: dl
     type: download
@@ -88,7 +89,10 @@ test("every actor first, then its changes while a cron job, a download, a cache 
     mark = seen.length;
     expect((await s.api("/api/reload", { method: "POST" })).status).toBe(202);
     await untilActor(stream, "app", "reloading", seen, mark);
+    // The new cache loads dump_file before its plugin is ready; the old one writes it a last time as it goes.
+    await untilActor(stream, "runtime:2/plugin:c/cache:c", "loading", seen, mark);
     await untilActor(stream, "runtime:2", "active", seen, mark);
+    await untilActor(stream, "runtime:1/plugin:c/cache:c", "stopping", seen, mark);
     await untilActor(stream, "app", "serving", seen, mark);
     console.log(`actor stream: ${seen.length} frames; cron job ${changes("tick").join(" → ")}; download ${changes("download:dl").join(" → ")}; cache ${changes("cache:c").join(" → ")}`);
   } finally {
