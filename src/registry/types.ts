@@ -1,5 +1,5 @@
 // What a plugin type declares (PluginDefinition) and what its factory receives (CreateContext).
-// Registering a new type is one file exporting a definition plus one line in catalog.ts.
+// Registering a new type is one file exporting a definition plus one line in src/plugins/index.ts.
 
 import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
