@@ -21,14 +21,14 @@ import type { ApplyResult, Fetched } from "../../machines/config-follow.machine.
 import { RedisHub, type RedisStatus } from "../cluster/redis.js";
 import { sseHeartbeatMs } from "../config/heartbeat.js";
 import { instanceName, type ClusterConfig } from "../config/cluster.js";
-import { saveConfigFile } from "../config/save.js";
+import { saveConfigFile } from "./config-save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { configLimits } from "../config/limits.js";
 import { loadConfigFile, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
-import { ConfigValidator, type ValidatorLimits } from "../config/validate-pool.js";
-import type { ValidationJob, ValidationOutcome } from "../config/validation.js";
+import { ConfigValidator } from "./validate-pool.js";
+import type { ValidationJob, ValidationOutcome, ValidatorLimits } from "../config/validation.js";
 import type { ValidationRequest } from "../../machines/validation.machine.js";
 import { LogRing } from "../observability/log-ring.js";
 import { createLogger, pinoLevel, type Logger } from "../observability/logger.js";
