@@ -4,7 +4,7 @@
 
 import { fromPromise } from "xstate";
 import { cacheMachine, type CacheOperation } from "../../../../machines/cache.machine.js";
-import { bytesReply, RouteError, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import { bytesReply, type PluginControl, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
 import { CURSOR_MAX_LENGTH, DEFAULT_PAGE, MAX_PAGE } from "./api.js";
 import { CacheApiError } from "./errors.js";
 import type { CacheExecutor } from "./executor.js";
@@ -72,11 +72,8 @@ async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknow
   }
 }
 
-/** The cache's own errors keep their codes; an actor refusal passes through to the guard table. */
-const ask = (plugin: { tag: string; concern: { ask(e: { type: string } & Record<string, unknown>): Promise<unknown> } | null }, event: CacheOperation): Promise<unknown> => {
-  if (!plugin.concern) throw new RouteError("plugin_unavailable", `cache '${plugin.tag}' has no control actor`);
-  return plugin.concern.ask(event);
-};
+/** An operation of the cache actor: the cache's own errors keep their codes; a refusal or a gone actor goes to the guard table. */
+const ask = (plugin: RoutePlugin<CacheExecutor>, event: CacheOperation): Promise<unknown> => plugin.concern.ask(event);
 
 const flush: PluginRoute<CacheExecutor> = {
   // POST only: a GET that empties the cache could be fired by a link, a redirect or a prefetch.

@@ -71,7 +71,8 @@ const stepSchema = {
 const ok = { ok: { type: "boolean" } } as const;
 const keyRows = { type: "object", properties: { ...ok, sample_size: { type: "integer" }, rows: { type: "array", items: { type: "object", properties: { key: { type: "string" }, count: { type: "integer" }, share: { type: "number" } } } } } } as const;
 
-const READ_ERRORS = ["query_recorder_unavailable"];
+/** A refusal by the actor (writer down, readers closing or full), or an admitted read that failed. */
+const READ_ERRORS = ["query_recorder_unavailable", "query_recorder_read_failed"];
 
 
 /** Admitted by the actor (a refusal names its guard), then read on a reader thread. */
@@ -134,7 +135,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     path: "records",
     summary: "Delete every record (current schema generation) after committing the queue",
     description: "Older schema generations in the same file and other recorders are not touched. The stream's replay tail is emptied too.",
-    errors: ["query_recorder_busy", "query_recorder_unavailable"],
+    errors: ["query_recorder_busy", "query_recorder_unavailable", "query_recorder_clear_failed"],
     schema: { response: { 200: { type: "object", properties: { ...ok, cleared_records: { type: "integer" } } } } },
     async handle(_req, plugin) {
       const concern = plugin.concern;
@@ -142,7 +143,8 @@ export const routes: PluginRoute<QueryRecorder>[] = [
         return { ok: true, cleared_records: (await concern.ask({ type: "RECORDS.CLEAR" })) as number };
       } catch (err) {
         if (err instanceof RefusedError || err instanceof ActorGoneError) throw err;
-        throw new RouteError("query_recorder_unavailable", `the records could not be deleted: ${(err as Error).message}`);
+        // Admitted, then failed (PostgreSQL unreachable, the writer stopped before it finished): not a refusal.
+        throw new RouteError("query_recorder_clear_failed", `the records could not be deleted: ${(err as Error).message}`);
       }
     },
   },
