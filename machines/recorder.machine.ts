@@ -13,8 +13,10 @@
 //   the machine's: a query appends to the batch (and hands a full one over) without the actor.
 //
 // Refusals: a clear while one runs (recorderNoClearRunning → 409 query_recorder_busy); a clear with
-// no writer up (recorderWriterUp → 503 query_recorder_unavailable); a read of the API while the
-// reader threads' queue is full (RECORDS.READ, recorderReadersFree → 503 query_recorder_unavailable).
+// no writer up (recorderWriterUp → 503 query_recorder_unavailable); a read of the API once the
+// reader threads are closing (the plugin is being destroyed: recorderReadersOpen) or while their
+// queue is full (recorderReadersFree), both 503 query_recorder_unavailable. A read or clear that was
+// admitted and then fails is not a refusal: the routes answer it with its own *_failed code.
 
 import { and, assign, emit, fromCallback, fromPromise, setup } from "xstate";
 import { doneAnswer, failedAnswer, reportStarted, reportStartFailed, type Answer, type Asked } from "./concern.js";
@@ -26,8 +28,10 @@ export type RecorderEvent =
   | { type: "WRITER.READY" }
   | { type: "WRITER.EXITED"; error: string | null };
 
-/** The reader threads' queue as the pool keeps it: a plain cell the admission guard reads. */
+/** The reader threads' queue as the pool keeps it: a plain cell the admission guards read. */
 export interface ReaderLoad {
+  /** False once the pool is closing (the plugin's destroy): no read starts. */
+  open: boolean;
   /** Reads waiting for a reader thread. */
   waiting: number;
   /** Past this many waiting, a read is refused. */
@@ -77,6 +81,7 @@ export const recorderMachine = setup({
   guards: {
     recorderWriterUp: ({ context }) => context.writer === "up",
     recorderNoClearRunning: ({ context }) => context.requestId === null,
+    recorderReadersOpen: ({ context }) => context.readers.open,
     recorderReadersFree: ({ context }) => context.readers.waiting < context.readers.limit,
   },
   delays: {
@@ -120,7 +125,7 @@ export const recorderMachine = setup({
     readers: input.readers,
   }),
   // Reads do not need the writer (the readers open the database themselves).
-  on: { "RECORDS.READ": { guard: "recorderReadersFree", actions: "answerAdmitted" } },
+  on: { "RECORDS.READ": { guard: and(["recorderReadersOpen", "recorderReadersFree"]), actions: "answerAdmitted" } },
   states: {
     writer: {
       initial: "running",

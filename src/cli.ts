@@ -15,7 +15,7 @@ import { readUpgradeStart, restartIntoPrevious, rollBackTrial } from "./upgrade/
 import { VERSION } from "./version.js";
 import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
 import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
-import { createCatalog } from "./registry/catalog.js";
+import { createCatalog } from "./plugins/catalog.js";
 import { PluginInitError } from "./registry/runtime.js";
 
 const HELP = `sluice ${VERSION} — a DNS policy engine

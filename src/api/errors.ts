@@ -71,6 +71,9 @@ export const ERROR_STATUS = {
   plugin_unavailable: 503,
   cron_unavailable: 503,
   query_recorder_unavailable: 503,
+  // Work an actor admitted that could not be completed now (not a refusal: retry later).
+  query_recorder_read_failed: 503,
+  query_recorder_clear_failed: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -44,6 +44,7 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   // recorder:<tag> (machines/recorder.machine.ts)
   recorderNoClearRunning: { code: "query_recorder_busy", message: "the records are already being deleted; retry once that has finished" },
   recorderWriterUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
+  recorderReadersOpen: { code: "query_recorder_unavailable", message: "this recorder is stopping (its plugin is being replaced by a reload, or the process is stopping); no read can start" },
   recorderReadersFree: { code: "query_recorder_unavailable", message: "too many reads of this recorder are already waiting; retry later" },
 };
 

@@ -4,7 +4,7 @@
 // (validated, written atomically, as PUT /api/config does); the follower then asks the app actor
 // for the reload (actors/reload-wait.ts). A configuration that does not validate is never written:
 // the replica keeps the last good one, logs why, and its reload status shows it. Pulled text is
-// never parsed on the main thread before a validation worker (src/config/validate-pool.ts) accepted
+// never parsed on the main thread before a validation worker (src/app/validate-pool.ts) accepted
 // it within its heap and time caps.
 import { readFile } from "node:fs/promises";
 import type { AnyActorRef } from "xstate";
@@ -15,7 +15,8 @@ import type { SaveResult } from "../../machines/config.machine.js";
 import { replaceFileAtomically } from "../config/atomic-file.js";
 import { configLimits, type ConfigLimits } from "../config/limits.js";
 import { contentVersion, loadConfigFile, withoutBom, type SluiceConfig } from "../config/load.js";
-import { ConfigValidator, validationFailure } from "../config/validate-pool.js";
+import { validationFailure } from "../config/validation.js";
+import { ConfigValidator } from "../app/validate-pool.js";
 import { silentLogger, type Logger } from "../observability/logger.js";
 import type { Catalog } from "../registry/catalog.js";
 import { fetchConfig, sourceName, type ConfigSource } from "./config-source.js";

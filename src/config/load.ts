@@ -115,6 +115,11 @@ export function withoutBom(text: string): string {
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
+/** The version GET /api/config reports for a file's text (a leading byte order mark aside). */
+export function fileVersion(text: string): string {
+  return contentVersion(withoutBom(text));
+}
+
 function readText(path: string): string {
   return withoutBom(readFileSync(path, "utf8"));
 }

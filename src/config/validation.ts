@@ -1,5 +1,6 @@
 // Configuration validation as the API asks for it: a request body, the file on disk, or the text of
-// a save. It runs in a worker thread (validate-worker.ts), so every job and outcome is plain data.
+// a save, and how an unsuccessful one is answered. It runs in a worker thread
+// (src/app/validate-worker.ts), so every job and outcome is plain data.
 
 import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
 import { analyzeConfig, type GraphReport } from "../registry/analyze.js";
@@ -27,6 +28,12 @@ export interface ValidSummary {
 
 export type TooComplexLimit = "memory" | "time" | "depth";
 
+/** The heap cap and time limit a validation runs under (api.http.limits). */
+export interface ValidatorLimits {
+  parseTimeoutMs: number;
+  parseMemoryMb: number;
+}
+
 export type ValidationOutcome =
   /** `problems` is set only for a validate:false save of a configuration that a reload would refuse. */
   | { ok: true; summary: ValidSummary; problems: DiagnosticReport | null }
@@ -37,7 +44,7 @@ export type ValidationOutcome =
   | { ok: false; kind: "too_complex"; limit: TooComplexLimit }
   | { ok: false; kind: "failed"; message: string };
 
-/** What the runner (validate-pool.ts) and the worker (validate-worker.ts) say to each other. */
+/** What the runner (src/app/validate-pool.ts) and the worker (src/app/validate-worker.ts) say to each other. */
 export const WORKER_ROLE = "sluice-config-validator";
 export const WORKER_READY = "ready";
 
@@ -154,5 +161,35 @@ export function runValidation(job: ValidationJob, catalog: Catalog): ValidationO
     // Nesting deep enough to exhaust the stack (yaml, schema or expansion recursion) is a limit, not a crash.
     if (err instanceof RangeError && /call stack/i.test(err.message)) return { ok: false, kind: "too_complex", limit: "depth" };
     throw err;
+  }
+}
+
+/** An unsuccessful validation as the API answers it. */
+export interface ValidationFailure {
+  code: string;
+  message: string;
+  extra: Record<string, unknown>;
+}
+
+const seconds = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`);
+
+function tooComplex(limit: TooComplexLimit, limits: ValidatorLimits): string {
+  const lead = "the configuration is too complex to validate";
+  if (limit === "memory") return `${lead}: it needed more than the ${limits.parseMemoryMb} MiB heap allowed (raise api.http.limits.config_parse_memory_mb)`;
+  if (limit === "time") return `${lead}: it took longer than the ${seconds(limits.parseTimeoutMs)} allowed (raise api.http.limits.config_parse_timeout)`;
+  return `${lead}: it nests too deeply`;
+}
+
+/** Code and message for an outcome that is not a success; `invalidCode` is the route's code for bad configuration. */
+export function validationFailure(outcome: Exclude<ValidationOutcome, { ok: true }>, invalidCode: string, limits: ValidatorLimits): ValidationFailure {
+  switch (outcome.kind) {
+    case "invalid":
+      return { code: outcome.code ?? invalidCode, message: `configuration is invalid: ${outcome.summary}`, extra: { ...outcome.report } };
+    case "request":
+      return { code: outcome.code, message: outcome.message, extra: {} };
+    case "too_complex":
+      return { code: "config_too_complex", message: tooComplex(outcome.limit, limits), extra: { limit: outcome.limit } };
+    case "failed":
+      return { code: "internal_error", message: "the configuration could not be validated (internal error); see the server log", extra: {} };
   }
 }

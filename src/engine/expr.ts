@@ -3,7 +3,7 @@
 //   exec:    accept | return | reject [rcode] | mark n[,n...] | jump seq | goto seq | $tag | type param
 
 import { parseRcode, RCODE } from "../dns/constants.js";
-import { ArgError, type CheckEnv, type DependencySpec, type ArgProblem } from "../registry/types.js";
+import { ArgError, type CheckEnv, type DependencySpec, type ArgProblem } from "./plugin-args.js";
 
 export type MatchExpr = { negate: boolean; raw: string } & ({ ref: string } | { quick: string });
 

@@ -1,8 +1,8 @@
-// The catalog of plugin types (the list itself is src/plugins/index.ts), filtered by the build.
+// A catalog of plugin types filtered by the build. This program's catalog, with every plugin type it
+// knows, is made by src/plugins/catalog.ts (the registry knows no plugin).
 
-import { selectBuild, type BuildSelection } from "./bundles.js";
+import type { BuildSelection } from "./bundles.js";
 import type { AnyDefinition, PluginKind } from "./types.js";
-import { PLUGIN_DEFINITIONS } from "../plugins/index.js";
 
 export type Lookup = { def: AnyDefinition } | { error: string };
 
@@ -42,8 +42,4 @@ export class Catalog {
   definitions(): AnyDefinition[] {
     return [...this.all.values()].filter((d) => this.enabled(d));
   }
-}
-
-export function createCatalog(bundle: string | undefined = process.env.SLUICE_BUNDLE): Catalog {
-  return new Catalog(PLUGIN_DEFINITIONS, selectBuild(bundle));
 }

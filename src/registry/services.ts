@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 import type { RedisHub } from "../cluster/redis.js";
 import type { MetricsHub } from "../observability/metrics.js";
-import type { ListenerPool } from "../plugins/servers/listeners.js";
+import type { ListenerPool } from "./listener-pool.js";
 
 export interface Services {
   readonly log: Logger;

@@ -1,52 +1,16 @@
 // What a plugin type declares (PluginDefinition) and what its factory receives (CreateContext).
-// Registering a new type is one file exporting a definition plus one line in catalog.ts.
+// Registering a new type is one file exporting a definition plus one line in src/plugins/index.ts.
 
 import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
+import type { ArgProblem, CheckEnv, DependencySpec, PluginKind } from "../engine/plugin-args.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
 import type { PluginControl } from "./control.js";
 import type { Services } from "./services.js";
 
-export type PluginKind = "server" | "executor" | "matcher" | "provider";
-
-/** A reference from one plugin's args to another plugin, found without creating anything. */
-export interface DependencySpec {
-  /** Path of the referencing value inside `args` (rendered as the field name, and located in YAML). */
-  argsPath: (string | number)[];
-  target: string;
-  kind: PluginKind;
-  /** Set when only one type will do (jump/goto need a `sequence`). */
-  pluginType?: string;
-  /** A type the target may not have, and why (a cron job cannot run another cron). */
-  refuseType?: { type: string; reason: string };
-}
-
-/** A problem in a plugin's args, located by its path inside `args`. */
-export interface ArgProblem {
-  path: (string | number)[];
-  message: string;
-}
-
-/** Thrown by shorthand/quick-setup parsers and factories for bad args; the registry locates it. */
-export class ArgError extends Error {
-  readonly path: (string | number)[];
-  constructor(message: string, path: (string | number)[] = []) {
-    super(message);
-    this.name = "ArgError";
-    this.path = path;
-  }
-}
-
-/** Runs a parser only for its errors: an ArgError becomes a problem; anything else propagates. */
-export function argProblems(parse: () => unknown): ArgProblem[] {
-  try {
-    parse();
-    return [];
-  } catch (err) {
-    if (err instanceof ArgError) return [{ path: err.path, message: err.message }];
-    throw err;
-  }
-}
+// How args are judged lives below the engine (its parsers report ArgErrors too); plugin definitions
+// take all of their contract from this file.
+export { ArgError, argProblems, type ArgProblem, type CheckEnv, type DependencySpec, type PluginKind } from "../engine/plugin-args.js";
 
 export interface Lifecycle {
   /** Called after every plugin has been created, dependencies first. */
@@ -80,13 +44,6 @@ export interface PluginByKind {
 }
 export type AnyPlugin = PluginByKind[PluginKind];
 
-
-export interface CheckEnv {
-  /** Validates a quick-setup expression `type param` for a kind; returns problems and deps. */
-  quickSetup(kind: "executor" | "matcher", expr: string, at: (string | number)[]): { problems: ArgProblem[]; deps: DependencySpec[] };
-  /** Whether `word` is an executor type of this build (a cron executor `word ...` is then a quick setup, else a tag). */
-  isExecutorType(word: string): boolean;
-}
 
 export interface CreateContext {
   readonly tag: string;

@@ -12,7 +12,7 @@ import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { App } from "../../src/app/app.js";
 import { buildRelease } from "../../src/release/build.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { artefactName, thisPlatform } from "../../src/upgrade/release.js";
 import { parseSemver } from "../../src/upgrade/semver.js";
 import { VERSION } from "../../src/version.js";

@@ -2,7 +2,7 @@
 
 import { checkConfig } from "../../src/app/app.js";
 import { ConfigError, formatDiagnostic } from "../../src/config/diagnostics.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 
 /** Every diagnostic as `file:line:column: error: message`, one a line; throws if the file is valid. */
 export function checkErrors(path: string): string {

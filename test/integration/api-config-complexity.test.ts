@@ -6,7 +6,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
-import { WORKER_FILE } from "../../src/config/validate-pool.js";
+import { WORKER_FILE } from "../../src/app/validate-pool.js";
 import { MAX_CALL_DEPTH } from "../../src/engine/types.js";
 import { runCli } from "../helpers/cli.js";
 import { ask, rcodeOf } from "../helpers/dns.js";
@@ -64,7 +64,7 @@ const put = async (content: string, validateFirst = true): Promise<{ status: num
 };
 
 test("in-process (TypeScript sources) the compiled worker in dist/ does the validation", async () => {
-  expect(WORKER_FILE).toMatch(/\/dist\/src\/config\/validate-worker\.js$/);
+  expect(WORKER_FILE).toMatch(/\/dist\/src\/app\/validate-worker\.js$/);
   const res = await s.api("/api/config/validate", { method: "POST", body: "plugins: []\n" });
   expect(await res.json()).toMatchObject({ ok: true, plugin_count: 0 });
 });

@@ -2,7 +2,7 @@
 import { arch, cpus, platform, totalmem } from "node:os";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { VERSION } from "../../src/version.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { startCli } from "../helpers/cli.js";
 import { apiYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { writeFileSync } from "node:fs";

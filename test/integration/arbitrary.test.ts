@@ -7,7 +7,7 @@ import dnsPacket from "dns-packet";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { App, checkConfig } from "../../src/app/app.js";
 import { FLAG, QTYPE } from "../../src/dns/constants.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { serversYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { flattenAnswers, txtStrings, type DecodedRecord } from "../helpers/zone.js";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
 import { decodeMessage } from "../../src/dns/message.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";

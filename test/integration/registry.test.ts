@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import { PassThrough } from "node:stream";
 import { App, checkConfig } from "../../src/app/app.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { decodeMessage } from "../../src/dns/message.js";
 import { DnsContext } from "../../src/engine/context.js";
 import { PluginInitError } from "../../src/registry/runtime.js";

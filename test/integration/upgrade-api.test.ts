@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { App } from "../../src/app/app.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { artefactName, thisPlatform } from "../../src/upgrade/release.js";
 import { VERSION } from "../../src/version.js";
 import { fakeRelease, type TarEntry } from "../helpers/fake-release.js";

@@ -71,7 +71,7 @@ function eventsFor(s: Snap): ModelEvent[] {
 
 const serialize = (s: Snap): string => JSON.stringify([s.value, s.context.writer, s.context.requestId !== null, s.context.cleanups > 0 || s.context.restarts > 0]);
 
-const shortest = getShortestPaths(model, { input: { tag: "rec", cleanupIntervalMs: 1000, flushIntervalMs: 20, readers: { waiting: 0, limit: 32 } }, events: (s) => eventsFor(s) as never, serializeState: (s) => serialize(s) });
+const shortest = getShortestPaths(model, { input: { tag: "rec", cleanupIntervalMs: 1000, flushIntervalMs: 20, readers: { open: true, waiting: 0, limit: 32 } }, events: (s) => eventsFor(s) as never, serializeState: (s) => serialize(s) });
 
 /** Every transition once: the shortest path to each state, extended by each event possible there. */
 const paths = shortest.flatMap((p) => {
@@ -225,7 +225,7 @@ plugins:
     const clock = new SimulatedClock();
     let flushes = 0;
     const actor = createActor(model.provide({ actions: { flush: () => void flushes++ } }), {
-      input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers: { waiting: 0, limit: 32 } },
+      input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers: { open: true, waiting: 0, limit: 32 } },
       clock,
     }).start();
     clock.increment(199);
@@ -245,7 +245,7 @@ plugins:
   });
 
   test("a read is admitted while fewer than the limit wait for a reader thread; past it the guard's 503", () => {
-    const readers = { waiting: 31, limit: 32 };
+    const readers = { open: true, waiting: 31, limit: 32 };
     const actor = createActor(model, { input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers } }).start();
     const read = { type: "RECORDS.READ", requestId: "x" } as const;
     expect(actor.getSnapshot().can(read)).toBe(true);
@@ -254,6 +254,19 @@ plugins:
     const guard = refusingGuard(actor.getSnapshot(), read);
     expect(guard).toBe("recorderReadersFree");
     expect(ERROR_STATUS[GUARD_REFUSALS[guard ?? ""].code]).toBe(503);
+    actor.stop();
+  });
+
+  test("once the reader pool is closing (the plugin's destroy) no read is admitted: the guard's 503, before any work", () => {
+    const readers = { open: true, waiting: 0, limit: 32 };
+    const actor = createActor(model, { input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers } }).start();
+    const read = { type: "RECORDS.READ", requestId: "x" } as const;
+    expect(actor.getSnapshot().can(read)).toBe(true);
+    readers.open = false;
+    expect(actor.getSnapshot().can(read)).toBe(false);
+    const guard = refusingGuard(actor.getSnapshot(), read);
+    expect(guard).toBe("recorderReadersOpen");
+    expect([ERROR_STATUS[GUARD_REFUSALS[guard ?? ""].code], GUARD_REFUSALS[guard ?? ""].code]).toEqual([503, "query_recorder_unavailable"]);
     actor.stop();
   });
 

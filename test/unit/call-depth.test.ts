@@ -13,7 +13,7 @@ import { silentLogger } from "../../src/observability/logger.js";
 import { MetricsHub } from "../../src/observability/metrics.js";
 import { QueryHandler, serverStats } from "../../src/plugins/servers/handle.js";
 import { analyzeConfig } from "../../src/registry/analyze.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { buildQuery } from "../helpers/dns.js";
 import { failureCounters, FailureLog } from "../../src/plugins/servers/failure-log.js";
 

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { ConfigError, type Diagnostic } from "../../src/config/diagnostics.js";
 import { loadConfigFile, loadConfigText } from "../../src/config/load.js";
 import { analyzeConfig } from "../../src/registry/analyze.js";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const catalog = createCatalog("full");

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { createCatalog } from "../../src/registry/catalog.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 
 test("docs/plugins.md documents every plugin type", () => {
   const doc = readFileSync(join(import.meta.dirname, "..", "..", "docs", "plugins.md"), "utf8");

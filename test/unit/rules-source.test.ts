@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import { reverseNameToIp } from "../../src/engine/rules/reverse-name.js";
 import { loadRuleFile, loadRuleTokens, parseRuleList, splitFields, splitRules } from "../../src/engine/rules/source.js";
 import { formatIP } from "../../src/dns/ip.js";
-import { ArgError } from "../../src/registry/types.js";
+import { ArgError } from "../../src/engine/plugin-args.js";
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-rules-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

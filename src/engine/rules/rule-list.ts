@@ -2,7 +2,7 @@
 // the set providers: schema, checks, dependencies, compilation, and provider capability checks.
 
 import { unmapIPv4 } from "../../dns/ip.js";
-import { ArgError, type ArgProblem, type CreateContext, type DependencySpec } from "../../registry/types.js";
+import { ArgError, type ArgProblem, type DependencySpec } from "../plugin-args.js";
 import type { DomainProvider, IpProvider } from "../types.js";
 import { DomainTableBuilder, parseDomainRule, RuleSyntaxError, type DomainTable } from "./domain.js";
 import { IpPrefixSetBuilder, parseIpRule, type IpPrefixSet } from "./ip.js";
@@ -12,6 +12,14 @@ import { loadRuleTokens, parseRuleList, type ArgPath, type RuleToken } from "./s
 export type RuleListArgs = string | string[];
 
 export type RuleFamily = "domain" | "ip";
+
+/** What compiling a rule list needs from the plugin being created (a part of the registry's CreateContext). */
+export interface RuleListContext {
+  /** Resolves a &file path from the config against the working directory. */
+  resolvePath(path: string): string;
+  /** A declared provider; it may match names, addresses, or both. */
+  provider(tag: string): Partial<DomainProvider> & Partial<IpProvider>;
+}
 
 /** Schema, shorthand and quick setup shared by every rule-list matcher. */
 export const ruleListArgs = {
@@ -66,14 +74,14 @@ export function providerDeps(tokens: readonly RuleToken[]): DependencySpec[] {
 }
 
 /** A declared provider that must match domain names; an ArgError at `at` when it cannot. */
-export function domainProvider(ctx: CreateContext, tag: string, at: ArgPath): DomainProvider {
+export function domainProvider(ctx: RuleListContext, tag: string, at: ArgPath): DomainProvider {
   const p = ctx.provider(tag);
   if (typeof p.containsName !== "function") throw new ArgError(`provider '${tag}' cannot match domain names (it is not a domain provider)`, at);
   return p as DomainProvider;
 }
 
 /** A declared provider that must match IP addresses; an ArgError at `at` when it cannot. */
-export function ipProvider(ctx: CreateContext, tag: string, at: ArgPath): IpProvider {
+export function ipProvider(ctx: RuleListContext, tag: string, at: ArgPath): IpProvider {
   const p = ctx.provider(tag);
   if (typeof p.containsIp !== "function") throw new ArgError(`provider '${tag}' cannot match IP addresses (it is not an IP provider)`, at);
   return p as IpProvider;
@@ -108,13 +116,13 @@ export function ipPredicate(set: IpPrefixSet, providers: readonly IpProvider[]):
 }
 
 /** Builds the local table from inline rules and &files, and resolves the $providers. */
-export async function compileDomainRuleList(args: RuleListArgs, ctx: CreateContext): Promise<{ table: DomainTable<true>; providers: DomainProvider[] }> {
+export async function compileDomainRuleList(args: RuleListArgs, ctx: RuleListContext): Promise<{ table: DomainTable<true>; providers: DomainProvider[] }> {
   const builder = new DomainTableBuilder<true>("domain");
   const refs = await loadRuleTokens(parseRuleList(args), (p) => ctx.resolvePath(p), (rule) => builder.add(rule, true));
   return { table: builder.build(), providers: refs.map((r) => domainProvider(ctx, r.tag, r.at)) };
 }
 
-export async function compileIpRuleList(args: RuleListArgs, ctx: CreateContext): Promise<{ set: IpPrefixSet; providers: IpProvider[] }> {
+export async function compileIpRuleList(args: RuleListArgs, ctx: RuleListContext): Promise<{ set: IpPrefixSet; providers: IpProvider[] }> {
   const builder = new IpPrefixSetBuilder();
   const refs = await loadRuleTokens(parseRuleList(args), (p) => ctx.resolvePath(p), (rule) => builder.add(rule));
   return { set: builder.build(), providers: refs.map((r) => ipProvider(ctx, r.tag, r.at)) };

@@ -8,7 +8,7 @@
 
 import { createReadStream } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
-import { ArgError } from "../../registry/types.js";
+import { ArgError } from "../plugin-args.js";
 import { Slicer } from "./slicer.js";
 
 export type ArgPath = (string | number)[];

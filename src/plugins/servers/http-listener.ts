@@ -81,6 +81,10 @@ export class HttpListener extends Listener<HttpHandler> {
     return { address: a.address, port: a.port };
   }
 
+  maxConns(): number {
+    return this.limits.maxConns;
+  }
+
   get size(): number {
     return this.conns.size;
   }

@@ -14,6 +14,7 @@ import { DohService, type ClientHeaderPolicy } from "./doh.js";
 import { openFileLimit } from "./fd-limit.js";
 import { QueryHandler, serverStats } from "./handle.js";
 import { httpStats } from "./http-conn.js";
+import { HTTP } from "./listeners.js";
 import { checkProxyArgs, proxyArgSchema, ProxyPolicy, proxyStats, type ProxyArgs } from "./proxy-protocol.js";
 import { DRAIN_TIMEOUT_MS } from "./server-common.js";
 import { checkTlsArgs, loadSecureContext, tlsArgProperties, type TlsArgs } from "./tls-files.js";
@@ -124,7 +125,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
     const connStats = httpStats(ctx.services.metrics, ctx.tag);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), requestMs: parseDuration(args.request_timeout) };
     const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, "doh"));
-    const listener = await ctx.services.listeners.http(parseListen(args.listen), ctx.owner);
+    const listener = await ctx.services.listeners.claim(HTTP, parseListen(args.listen), ctx.owner);
     const scheme = secure ? "https" : "http";
     return {
       address: () => ({ protocol: "doh", ...listener.address() }),

@@ -1,5 +1,6 @@
-// Sockets shared across runtimes. A reload's new server that listens on the same protocol and
-// address takes the existing socket instead of closing and rebinding it, so no query is refused.
+// The sockets the server plugins listen on, and how each kind is opened for the pool that hands them
+// over from one runtime to the next (src/registry/listener-pool.ts): a reload's new server that
+// listens on the same protocol and address takes the existing socket, so no query is refused.
 // TCP connections and framing live in stream-conns.ts: it splits frames, the server plugin answers them.
 // A TCP listener serves plain DNS or DoT (the TLS setup is the current owner's, so a reload that
 // adds, drops or changes a certificate applies to new connections); HTTP listeners: http-listener.ts.
@@ -10,6 +11,7 @@ import net from "node:net";
 import tls from "node:tls";
 import type { ListenAddress } from "../../config/listen.js";
 import { MAX_QUERY_BYTES } from "../../dns/query.js";
+import type { ListenerKind } from "../../registry/listener-pool.js";
 import { HttpListener } from "./http-listener.js";
 import { Listener } from "./listener.js";
 import { readStreamHeader, type ProxyPolicy, type StreamPeer } from "./proxy-protocol.js";
@@ -40,6 +42,9 @@ export class UdpListener extends Listener<UdpHandler> {
   address(): { address: string; port: number } {
     const a = this.socket.address();
     return { address: a.address, port: a.port };
+  }
+  maxConns(): number {
+    return 0;
   }
   close(): Promise<void> {
     return new Promise((resolve) => this.socket.close(() => resolve()));
@@ -107,6 +112,10 @@ export class TcpListener extends Listener<TcpHandler> {
     return { address: a.address, port: a.port };
   }
 
+  maxConns(): number {
+    return this.connections.limits.maxConns;
+  }
+
   close(): Promise<void> {
     return new Promise((resolve) => {
       this.server.close(() => resolve());
@@ -138,9 +147,6 @@ export function literalFamily(s: string): 0 | 4 | 6 {
   return v4 ? 4 : 0;
 }
 
-type AnyListener = UdpListener | TcpListener | HttpListener;
-type PoolProtocol = "udp" | "tcp" | "http";
-
 /** Binds a stream server; rejects with the bind error (EADDRINUSE, EACCES). */
 export function listenOn(server: net.Server, addr: ListenAddress): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -152,100 +158,50 @@ export function listenOn(server: net.Server, addr: ListenAddress): Promise<void>
   });
 }
 
-export class ListenerPool {
-  /** By configured address (`udp|127.0.0.1:0`) and by bound address (`udp|127.0.0.1:40123`). */
-  private readonly listeners = new Map<string, AnyListener>();
-
-  private find(protocol: PoolProtocol, addr: ListenAddress): AnyListener | undefined {
-    return this.listeners.get(`${protocol}|${addr.key}`);
-  }
-
-  private remember(protocol: PoolProtocol, addr: ListenAddress, listener: AnyListener): void {
-    this.listeners.set(`${protocol}|${addr.key}`, listener);
-    const bound = listener.address();
-    const host = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
-    this.listeners.set(`${protocol}|${addr.dualStack ? "[::]" : host}:${bound.port}`, listener);
-  }
-
-  /** Binds (or takes over) a UDP socket for `owner` (a runtime). */
-  async udp(addr: ListenAddress, owner: object): Promise<UdpListener> {
-    const key = `udp|${addr.key}`;
-    const existing = this.find("udp", addr);
-    if (existing instanceof UdpListener) return this.claim(existing, owner);
-    const socket = dgram.createSocket(addr.family === 6 ? { type: "udp6", ipv6Only: !addr.dualStack, lookup: literalFirst } : { type: "udp4", lookup: literalFirst });
-    await new Promise<void>((resolve, reject) => {
-      socket.once("error", reject);
-      socket.bind(addr.port, addr.host, () => {
-        socket.off("error", reject);
-        resolve();
-      });
+async function bindUdp(addr: ListenAddress, key: string): Promise<UdpListener> {
+  const socket = dgram.createSocket(addr.family === 6 ? { type: "udp6", ipv6Only: !addr.dualStack, lookup: literalFirst } : { type: "udp4", lookup: literalFirst });
+  await new Promise<void>((resolve, reject) => {
+    socket.once("error", reject);
+    socket.bind(addr.port, addr.host, () => {
+      socket.off("error", reject);
+      resolve();
     });
-    // A deeper receive queue absorbs bursts; the kernel caps it at net.core.rmem_max.
-    try {
-      socket.setRecvBufferSize(4 * 1024 * 1024);
-      socket.setSendBufferSize(4 * 1024 * 1024);
-    } catch {
-      /* keep the system default */
-    }
-    socket.on("error", () => {
-      /* ICMP errors for unreachable clients surface here; nothing to do */
-    });
-    const listener = new UdpListener(key, socket);
-    this.remember("udp", addr, listener);
-    return this.claim(listener, owner);
+  });
+  // A deeper receive queue absorbs bursts; the kernel caps it at net.core.rmem_max.
+  try {
+    socket.setRecvBufferSize(4 * 1024 * 1024);
+    socket.setSendBufferSize(4 * 1024 * 1024);
+  } catch {
+    /* keep the system default */
   }
+  socket.on("error", () => {
+    /* ICMP errors for unreachable clients surface here; nothing to do */
+  });
+  return new UdpListener(key, socket);
+}
 
-  async tcp(addr: ListenAddress, owner: object): Promise<TcpListener> {
-    const key = `tcp|${addr.key}`;
-    const existing = this.find("tcp", addr);
-    if (existing instanceof TcpListener) return this.claim(existing, owner);
+/** A UDP socket. */
+export const UDP: ListenerKind<UdpListener> = { protocol: "udp", open: bindUdp, is: (l) => l instanceof UdpListener };
+
+/** A TCP listener for plain DNS or DoT. */
+export const TCP: ListenerKind<TcpListener> = {
+  protocol: "tcp",
+  async open(addr, key) {
     // Half-open: a client that shuts down its sending side still gets its answers (stream-conns.ts ends the connection).
     const server = net.createServer({ pauseOnConnect: false, allowHalfOpen: true });
     await listenOn(server, addr);
-    const listener = new TcpListener(key, server);
-    this.remember("tcp", addr, listener);
-    return this.claim(listener, owner);
-  }
+    return new TcpListener(key, server);
+  },
+  is: (l) => l instanceof TcpListener,
+};
 
-  /** An HTTP (DoH) listener: cleartext or TLS as its owner sets it at start. */
-  async http(addr: ListenAddress, owner: object): Promise<HttpListener> {
-    const existing = this.find("http", addr);
-    if (existing instanceof HttpListener) return this.claim(existing, owner);
+/** An HTTP (DoH) listener: cleartext or TLS as its owner sets it at start. */
+export const HTTP: ListenerKind<HttpListener> = {
+  protocol: "http",
+  async open(addr, key) {
     const server = net.createServer({ pauseOnConnect: false });
     await listenOn(server, addr);
-    const listener = new HttpListener(`http|${addr.key}`, server);
-    this.remember("http", addr, listener);
-    return this.claim(listener, owner);
-  }
-
-  private claim<L extends AnyListener>(listener: L, owner: object): L {
-    if (listener.owners.has(owner)) throw new Error(`two servers in one configuration listen on ${listener.key.replace("|", " ")}`);
-    listener.owners.add(owner);
-    return listener;
-  }
-
-  /** Gives up `owner`'s claim; the socket closes when nobody holds it any more. */
-  async release(listener: AnyListener, owner: object): Promise<void> {
-    listener.owners.delete(owner);
-    if (listener.owners.size > 0) return;
-    listener.handler = null;
-    for (const [key, l] of this.listeners) if (l === listener) this.listeners.delete(key);
-    await listener.close();
-  }
-
-  /** Connections all TCP and HTTP listeners may hold at once (for the file-descriptor budget). */
-  tcpMaxConns(): number {
-    let total = 0;
-    for (const l of new Set(this.listeners.values())) {
-      if (l instanceof TcpListener) total += l.connections.limits.maxConns;
-      else if (l instanceof HttpListener) total += l.limits.maxConns;
-    }
-    return total;
-  }
-
-  async closeAll(): Promise<void> {
-    const all = [...new Set(this.listeners.values())];
-    this.listeners.clear();
-    await Promise.all(all.map((l) => l.close()));
-  }
-}
+    return new HttpListener(key, server);
+  },
+  is: (l) => l instanceof HttpListener,
+};

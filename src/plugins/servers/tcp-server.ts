@@ -11,7 +11,7 @@ import { isPromise } from "../../engine/types.js";
 import { definePlugin, type ArgProblem } from "../../registry/types.js";
 import { QueryHandler, serverStats } from "./handle.js";
 import { openFileLimit } from "./fd-limit.js";
-import type { TcpHandler } from "./listeners.js";
+import { TCP, type TcpHandler } from "./listeners.js";
 import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 import { streamStats } from "./stream-limits.js";
@@ -69,7 +69,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
     const handler = new QueryHandler(entry, protocol, serverStats(ctx.services.metrics, ctx.tag, protocol), failures, 0xffff);
     const stats = streamStats(ctx.services.metrics, ctx.tag);
     const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, protocol));
-    const listener = await ctx.services.listeners.tcp(parseListen(args.listen), ctx.owner);
+    const listener = await ctx.services.listeners.claim(TCP, parseListen(args.listen), ctx.owner);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), frameMs: parseDuration(args.frame_timeout), maxFrame: MAX_QUERY_BYTES };
     const onQuery: TcpHandler = (query, remote, reply, oversized) => {
       const answer = oversized ? handler.tooLarge(query) : handler.handle(query, remote.address, remote.port);

@@ -6,7 +6,7 @@ import { parseListen } from "../../config/listen.js";
 import { isPromise } from "../../engine/types.js";
 import { definePlugin } from "../../registry/types.js";
 import { QueryHandler, serverStats } from "./handle.js";
-import type { UdpHandler } from "./listeners.js";
+import { UDP, type UdpHandler } from "./listeners.js";
 import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 import { serverFailureLog } from "./failure-log.js";
@@ -33,7 +33,7 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
     const entry = ctx.executor(args.entry.replace(/^\$/, ""));
     const failures = serverFailureLog(ctx);
     const handler = new QueryHandler(entry, "udp", serverStats(ctx.services.metrics, ctx.tag, "udp"), failures, args.max_udp_size);
-    const listener = await ctx.services.listeners.udp(parseListen(args.listen), ctx.owner);
+    const listener = await ctx.services.listeners.claim(UDP, parseListen(args.listen), ctx.owner);
     const socket = listener.socket;
     const proxy = ProxyPolicy.from(args.proxy_protocol, proxyStats(ctx.services.metrics, ctx.tag, "udp"));
     // Answers go back to the peer (the balancer, when a header named another client).

@@ -4,7 +4,7 @@
 // list of parsed rules is kept, which keeps a 150 000-rule build small and fast). Unsupported
 // lines are counted and reported once per source, not once per line.
 
-import { ArgError } from "../../../registry/types.js";
+import { ArgError } from "../../plugin-args.js";
 import { RuleSyntaxError } from "../domain.js";
 import { Slicer } from "../slicer.js";
 import { readRuleLines, type ArgPath } from "../source.js";

@@ -5,7 +5,7 @@
 
 import { fromPromise } from "xstate";
 import { cacheMachine, type CacheInput, type CacheOperation, type PersistDone } from "../../../../machines/cache.machine.js";
-import { bytesReply, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import { bytesReply, type PluginControl, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
 import { CURSOR_MAX_LENGTH, DEFAULT_PAGE, MAX_PAGE } from "./api.js";
 import { CacheApiError } from "./errors.js";
 import { SWEEP_INTERVAL_MS, type CacheExecutor } from "./executor.js";
@@ -34,8 +34,8 @@ async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknow
   }
 }
 
-/** The cache's own errors keep their codes; an actor refusal passes through to the guard table. */
-const ask = (plugin: { concern: { ask(e: { type: string } & Record<string, unknown>): Promise<unknown> } }, event: CacheOperation): Promise<unknown> => plugin.concern.ask(event);
+/** An operation of the cache actor: the cache's own errors keep their codes; a refusal or a gone actor goes to the guard table. */
+const ask = (plugin: RoutePlugin<CacheExecutor>, event: CacheOperation): Promise<unknown> => plugin.concern.ask(event);
 
 const flush: PluginRoute<CacheExecutor> = {
   // POST only: a GET that empties the cache could be fired by a link, a redirect or a prefetch.

@@ -56,7 +56,7 @@ function sqliteReader(path: string): (req: ReadRequest) => Promise<string> {
   };
   const snapshot = db.transaction((req: ReadRequest) => JSON.stringify(answer(req)));
   return async (req) => {
-    if (!hasCurrentSchema(db)) throw new RouteError("query_recorder_unavailable", "the recorder's database has no records table yet");
+    if (!hasCurrentSchema(db)) throw new RouteError("query_recorder_read_failed", "the recorder's database has no records table yet");
     return snapshot.deferred(req);
   };
 }
@@ -88,7 +88,7 @@ function pgReader(o: PgOptions): (req: ReadRequest) => Promise<string> {
       const e = err as { code?: string; message?: string };
       // 42P01: no table yet (no writer has reached the store); 57014: statement_timeout.
       const why = e.code === "42P01" ? "the query store has no records table yet" : e.code === "57014" ? `the read took longer than ${o.statementTimeoutMs} ms and was stopped` : `the PostgreSQL query store could not be read: ${e.message ?? String(err)}`;
-      throw new RouteError("query_recorder_unavailable", why);
+      throw new RouteError("query_recorder_read_failed", why);
     }
   };
 }
@@ -105,6 +105,6 @@ port.on("message", ({ id, request }: ReaderJob) => {
   read(request).then(
     (json) => port.postMessage({ id, ok: true, json } satisfies ReaderReply),
     (err: unknown) =>
-      port.postMessage((err instanceof RouteError ? { id, ok: false, code: err.code, message: err.message } : { id, ok: false, code: "query_recorder_unavailable", message: `reading the recorder's database failed: ${(err as Error).message}` }) satisfies ReaderReply),
+      port.postMessage((err instanceof RouteError ? { id, ok: false, code: err.code, message: err.message } : { id, ok: false, code: "query_recorder_read_failed", message: `reading the recorder's database failed: ${(err as Error).message}` }) satisfies ReaderReply),
   );
 });

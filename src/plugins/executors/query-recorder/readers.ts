@@ -1,7 +1,9 @@
 // Reader threads for the API: at most MAX_READERS, each with one request at a time, started when
 // needed and stopped when idle. A read that runs past READ_TIMEOUT_MS ends its thread. How many wait
-// is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while fewer than
-// MAX_WAITING wait (its guard recorderReadersFree, 503 query_recorder_unavailable).
+// is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while the pool is open
+// (guard recorderReadersOpen) and fewer than MAX_WAITING wait (recorderReadersFree), else 503
+// query_recorder_unavailable. An admitted read that cannot be completed (its thread failed, it ran
+// too long, the pool closed before it ran) fails with 503 query_recorder_read_failed.
 
 import { Worker } from "node:worker_threads";
 import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
@@ -37,10 +39,10 @@ class Reader {
       if (m.ok) job.resolve(m.json);
       else job.reject(new RouteError(m.code, m.message));
     });
-    this.worker.on("error", (err) => this.take()?.reject(new RouteError("query_recorder_unavailable", `the recorder's reader failed: ${err.message}`)));
+    this.worker.on("error", (err) => this.take()?.reject(new RouteError("query_recorder_read_failed", `the recorder's reader failed: ${err.message}`)));
     this.worker.once("exit", () => {
       this.gone = true;
-      this.take()?.reject(new RouteError("query_recorder_unavailable", "the recorder's reader stopped"));
+      this.take()?.reject(new RouteError("query_recorder_read_failed", "the recorder's reader stopped"));
       onGone(this);
     });
   }
@@ -56,7 +58,7 @@ class Reader {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
     const timer = setTimeout(() => {
-      this.take()?.reject(new RouteError("query_recorder_unavailable", `the read took longer than ${READ_TIMEOUT_MS / 1000} s and was stopped`));
+      this.take()?.reject(new RouteError("query_recorder_read_failed", `the read took longer than ${READ_TIMEOUT_MS / 1000} s and was stopped`));
       void this.worker.terminate();
     }, READ_TIMEOUT_MS);
     this.job = { ...job, timer };
@@ -67,15 +69,15 @@ class Reader {
 export class ReaderPool {
   private readers: Reader[] = [];
   private readonly waiting: Job[] = [];
-  private closed = false;
-  /** Updated as reads queue and start; read by the actor's admission guard. */
-  readonly load: ReaderLoad = { waiting: 0, limit: MAX_WAITING };
+  /** Updated as reads queue and start and when the pool closes; read by the actor's admission guards. */
+  readonly load: ReaderLoad = { open: true, waiting: 0, limit: MAX_WAITING };
 
   constructor(private readonly data: ReaderData) {}
 
   /** The response body (JSON text) for `request` (admitted by the actor); rejects with a RouteError. */
   read(request: ReadRequest): Promise<string> {
-    if (this.closed) return Promise.reject(new RouteError("query_recorder_unavailable", "the recorder is stopping"));
+    // Admitted just before the pool closed: the read was taken, and fails.
+    if (!this.load.open) return Promise.reject(new RouteError("query_recorder_read_failed", "the recorder stopped before the read ran"));
     return new Promise<string>((resolve, reject) => {
       this.waiting.push({ request, resolve, reject });
       this.dispatch();
@@ -120,8 +122,8 @@ export class ReaderPool {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    for (const job of this.waiting.splice(0)) job.reject(new RouteError("query_recorder_unavailable", "the recorder is stopping"));
+    this.load.open = false;
+    for (const job of this.waiting.splice(0)) job.reject(new RouteError("query_recorder_read_failed", "the recorder stopped before the read ran"));
     this.load.waiting = 0;
     await Promise.all(this.readers.map((r) => r.worker.terminate()));
     this.readers = [];

@@ -29,7 +29,8 @@ const filterProps = {
 
 const query = (extra: Record<string, object> = {}): object => ({ type: "object", properties: { ...filterProps, ...extra } });
 
-const READ_ERRORS = ["query_recorder_unavailable"];
+/** A refusal by the actor (writer down, readers closing or full), or an admitted read that failed. */
+const READ_ERRORS = ["query_recorder_unavailable", "query_recorder_read_failed"];
 
 
 /** Admitted by the actor (a refusal names its guard), then read on a reader thread. */
@@ -92,7 +93,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     path: "records",
     summary: "Delete every record (current schema generation) after committing the queue",
     description: "Older schema generations in the same file and other recorders are not touched. The stream's replay tail is emptied too.",
-    errors: ["query_recorder_busy", "query_recorder_unavailable"],
+    errors: ["query_recorder_busy", "query_recorder_unavailable", "query_recorder_clear_failed"],
     schema: { response: { 200: recordsClearedSchema } },
     async handle(_req, plugin) {
       const concern = plugin.concern;
@@ -100,7 +101,8 @@ export const routes: PluginRoute<QueryRecorder>[] = [
         return { ok: true, cleared_records: (await concern.ask({ type: "RECORDS.CLEAR" })) as number };
       } catch (err) {
         if (err instanceof RefusedError || err instanceof ActorGoneError) throw err;
-        throw new RouteError("query_recorder_unavailable", `the records could not be deleted: ${(err as Error).message}`);
+        // Admitted, then failed (PostgreSQL unreachable, the writer stopped before it finished): not a refusal.
+        throw new RouteError("query_recorder_clear_failed", `the records could not be deleted: ${(err as Error).message}`);
       }
     },
   },

@@ -1,14 +1,13 @@
 // One configuration save (PUT /api/config), run by the config actor one at a time: compare the
 // client's base_version with the file, validate the text as the file it will become, then replace
-// the file atomically (./atomic-file.ts: temp file beside it, write, fsync, rename, fsync the
+// the file atomically (src/config/atomic-file.ts: temp file beside it, write, fsync, rename, fsync the
 // directory). A crash at any point leaves either the old or the new file, never a mix.
 
 import { readFile, realpath, stat } from "node:fs/promises";
 import type { SaveRequest, SaveResult, SaveSuccess } from "../../machines/config.machine.js";
-import { removeStaleTemps, replaceFileAtomically } from "./atomic-file.js";
-import { contentVersion, withoutBom } from "./load.js";
-import { validationFailure, type ValidatorLimits } from "./validate-pool.js";
-import type { ValidationJob, ValidationOutcome } from "./validation.js";
+import { removeStaleTemps, replaceFileAtomically } from "../config/atomic-file.js";
+import { fileVersion } from "../config/load.js";
+import { validationFailure, type ValidationJob, type ValidationOutcome, type ValidatorLimits } from "../config/validation.js";
 import type { Logger } from "../observability/logger.js";
 
 export interface SaveTarget {
@@ -21,11 +20,6 @@ export interface SaveTarget {
   /** For ${VAR} expansion while validating; the file keeps the placeholders. */
   env: NodeJS.ProcessEnv;
   log: Logger;
-}
-
-/** The version GET /api/config reports for a file's text. */
-export function fileVersion(text: string): string {
-  return contentVersion(withoutBom(text));
 }
 
 const errnoCode = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));

@@ -6,9 +6,9 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { WORKER_READY, WORKER_ROLE, type ValidationJob, type ValidationOutcome, type ValidatorLimits, type WorkerReply, type WorkerRequest } from "../config/validation.js";
 import type { Logger } from "../observability/logger.js";
 import type { BuildSelection } from "../registry/bundles.js";
-import { WORKER_READY, WORKER_ROLE, type TooComplexLimit, type ValidationJob, type ValidationOutcome, type WorkerReply, type WorkerRequest } from "./validation.js";
 
 /** An idle worker is kept this long for the next job: a fresh one spends ~100 ms loading modules. */
 const IDLE_MS = 30_000;
@@ -19,12 +19,7 @@ const STARTUP_TIMEOUT_MS = 30_000;
 
 const here = fileURLToPath(import.meta.url);
 // Compiled, the worker sits beside this file; run from the TypeScript sources (vitest), the compiled copy in dist/ serves.
-export const WORKER_FILE = here.endsWith(".ts") ? resolve(dirname(here), "..", "..", "dist", "src", "config", "validate-worker.js") : join(dirname(here), "validate-worker.js");
-
-export interface ValidatorLimits {
-  parseTimeoutMs: number;
-  parseMemoryMb: number;
-}
+export const WORKER_FILE = here.endsWith(".ts") ? resolve(dirname(here), "..", "..", "dist", "src", "app", "validate-worker.js") : join(dirname(here), "validate-worker.js");
 
 /** One worker thread and its single job at a time. */
 class ValidationWorker {
@@ -176,35 +171,5 @@ export class ConfigValidator {
       this.idle = null;
     }
     await Promise.all(workers.map((w) => w.terminate()));
-  }
-}
-
-/** An unsuccessful validation as the API answers it. */
-export interface ValidationFailure {
-  code: string;
-  message: string;
-  extra: Record<string, unknown>;
-}
-
-const seconds = (ms: number): string => (ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`);
-
-function tooComplex(limit: TooComplexLimit, limits: ValidatorLimits): string {
-  const lead = "the configuration is too complex to validate";
-  if (limit === "memory") return `${lead}: it needed more than the ${limits.parseMemoryMb} MiB heap allowed (raise api.http.limits.config_parse_memory_mb)`;
-  if (limit === "time") return `${lead}: it took longer than the ${seconds(limits.parseTimeoutMs)} allowed (raise api.http.limits.config_parse_timeout)`;
-  return `${lead}: it nests too deeply`;
-}
-
-/** Code and message for an outcome that is not a success; `invalidCode` is the route's code for bad configuration. */
-export function validationFailure(outcome: Exclude<ValidationOutcome, { ok: true }>, invalidCode: string, limits: ValidatorLimits): ValidationFailure {
-  switch (outcome.kind) {
-    case "invalid":
-      return { code: outcome.code ?? invalidCode, message: `configuration is invalid: ${outcome.summary}`, extra: { ...outcome.report } };
-    case "request":
-      return { code: outcome.code, message: outcome.message, extra: {} };
-    case "too_complex":
-      return { code: "config_too_complex", message: tooComplex(outcome.limit, limits), extra: { limit: outcome.limit } };
-    case "failed":
-      return { code: "internal_error", message: "the configuration could not be validated (internal error); see the server log", extra: {} };
   }
 }

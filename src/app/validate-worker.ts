@@ -4,10 +4,10 @@
 import { setPriority } from "node:os";
 import { getHeapStatistics } from "node:v8";
 import { parentPort, workerData } from "node:worker_threads";
-import { PLUGIN_DEFINITIONS } from "../plugins/index.js";
+import { runValidation, WORKER_READY, WORKER_ROLE, type ValidationOutcome, type WorkerReply, type WorkerRequest } from "../config/validation.js";
+import { catalogOf } from "../plugins/catalog.js";
 import type { BuildSelection } from "../registry/bundles.js";
-import { Catalog } from "../registry/catalog.js";
-import { runValidation, WORKER_READY, WORKER_ROLE, type ValidationOutcome, type WorkerReply, type WorkerRequest } from "./validation.js";
+import type { Catalog } from "../registry/catalog.js";
 
 /** Nice value of the validation thread. */
 const VALIDATION_NICE = 10;
@@ -18,7 +18,7 @@ function catalogFor(build: BuildSelection): Catalog {
   const key = `${build.bundle}:${build.enabledFeatures.join(",")}`;
   let catalog = catalogs.get(key);
   if (!catalog) {
-    catalog = new Catalog(PLUGIN_DEFINITIONS, build);
+    catalog = catalogOf(build);
     catalogs.set(key, catalog);
   }
   return catalog;
