@@ -1,5 +1,5 @@
 // Response schemas of the global routes (records, configuration, logs, upgrade); fastify serialises
-// with them, /api/openapi.json shows them, and src/api/shapes.ts derives the dashboard's types from
+// with them, /api/openapi.json shows them, and webui/src/shapes.ts derives the dashboard's types from
 // them. A property missing from a schema is dropped from the answer; one listed in `required` must
 // always be there (the serialiser refuses the answer otherwise). No imports: the dashboard's
 // typecheck reads this file.

@@ -1,4 +1,4 @@
-// Response schema of every matcher's GET status and POST mode (control.ts); src/api/shapes.ts derives
+// Response schema of every matcher's GET status and POST mode (control.ts); webui/src/shapes.ts derives
 // the dashboard's types from it. Imports only the mode names (a file without imports): the
 // dashboard's typecheck reads this file.
 

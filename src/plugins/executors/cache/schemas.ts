@@ -1,4 +1,4 @@
-// Response schemas of the cache's routes (control.ts); src/api/shapes.ts derives the dashboard's
+// Response schemas of the cache's routes (control.ts); webui/src/shapes.ts derives the dashboard's
 // types from them. Imports only other schema files: the dashboard's typecheck reads this file.
 
 import { rrSchema } from "../../../dns/rr-json-schema.js";

@@ -11,7 +11,7 @@ import { type PluginControl, type PluginRoute } from "../../../registry/control.
 import type { CronPlugin } from "./index.js";
 import { nextRun } from "./schedule.js";
 import { cronJobsStatusSchema, cronRunAcceptedSchema, type jobStatusSchema } from "./schemas.js";
-import type { FromSchema } from "../../../api/schema-type.js";
+import type { FromSchema } from "../../../config/schema-type.js";
 
 /** One job's status record from its actor's context (spec: Cron job status). */
 export function jobStatus(c: CronJobContext): FromSchema<typeof jobStatusSchema> {

@@ -1,4 +1,4 @@
-// Response schemas of the download plugin's routes (control.ts); src/api/shapes.ts derives the
+// Response schemas of the download plugin's routes (control.ts); webui/src/shapes.ts derives the
 // dashboard's types from them. No imports: the dashboard's typecheck reads this file.
 
 const itemSchema = {

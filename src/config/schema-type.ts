@@ -1,5 +1,5 @@
 // The TypeScript type of the JSON a response schema describes, computed from the `as const` schema
-// itself, so a client that reads the answer (the dashboard, through src/api/shapes.ts) is checked
+// itself, so a client that reads the answer (the dashboard, through webui/src/shapes.ts) is checked
 // against the schema fastify serialises with. Covers the keywords our response schemas use: type
 // (one or a list), enum, const, properties with required (the others are optional: the serialiser
 // leaves out what is missing), additionalProperties (true or a schema), items, anyOf; `{}` is unknown.
