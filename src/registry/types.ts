@@ -13,7 +13,7 @@ import type { Services } from "./services.js";
 export { ArgError, argProblems, type ArgProblem, type CheckEnv, type DependencySpec, type PluginKind } from "../engine/plugin-args.js";
 
 export interface Lifecycle {
-  /** Called after every plugin has been created, dependencies first. */
+  /** Called right after this plugin is created (its dependencies are created and initialised already), before the next plugin is. */
   init?(): Promise<void> | void;
   /** Called in reverse init order when the runtime is torn down. */
   destroy?(): Promise<void> | void;

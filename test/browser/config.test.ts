@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import { launchBrowser, type TestBrowser, type WatchedPage } from "./browser.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 const sha = (text: string): string => createHash("sha256").update(text).digest("hex");
-const firstIp = async (): Promise<string | undefined> => answerIps(await ask(s.udpPort, "any.example"))[0];
+const firstIp = async (): Promise<string | undefined> => answerIps(await query(s.udpPort, "any.example"))[0];
 const editor = (): ReturnType<WatchedPage["page"]["getByTestId"]> => w.page.getByTestId("config-text");
 
 async function openConfig(): Promise<void> {

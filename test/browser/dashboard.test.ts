@@ -7,7 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import { DESKTOP, launchBrowser, overflow, PHONE, tabThrough, type TestBrowser, type WatchedPage } from "./browser.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -43,7 +43,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-const firstIp = async (name: string): Promise<string | undefined> => answerIps(await ask(s.udpPort, name))[0];
+const firstIp = async (name: string): Promise<string | undefined> => answerIps(await query(s.udpPort, name))[0];
 
 /** A fresh load of a page (a hash change alone would keep the previous page's focus and state). */
 async function visit(page: WatchedPage["page"], id: string): Promise<void> {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { rcodeName } from "../../src/dns/constants.js";
 import { decodeMessage } from "../../src/dns/message.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { randInt, seededRandom } from "../helpers/wire.js";
 import { checkReply, expectationFor } from "./oracle.js";
 import { amplifyingQuery, fuzzPacket, mutatedQuery, type Rng } from "./packets.js";
@@ -309,9 +309,9 @@ test("the servers survive >100 000 fuzzed packets and answer every well-formed o
 
   // Still answering correctly, over both transports.
   for (const tcpFlag of [false, true]) {
-    const refused = await ask(udpOrTcp(tcpFlag), "still.ok.example", "A", { tcp: tcpFlag, id: 4321 });
+    const refused = await query(udpOrTcp(tcpFlag), "still.ok.example", "A", { tcp: tcpFlag, id: 4321 });
     expect([refused.id, rcodeOf(refused), refused.questions[0].name]).toEqual([4321, 5, "still.ok.example"]);
-    const blocked = await ask(udpOrTcp(tcpFlag), "Www.Blocked.Test", "AAAA", { tcp: tcpFlag, edns: 1232 });
+    const blocked = await query(udpOrTcp(tcpFlag), "Www.Blocked.Test", "AAAA", { tcp: tcpFlag, edns: 1232 });
     expect([rcodeOf(blocked), blocked.questions[0].name, blocked.edns !== null]).toEqual([3, "Www.Blocked.Test", true]);
   }
   expect(alive()).toBe(true);

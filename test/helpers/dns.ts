@@ -91,7 +91,7 @@ export function tcpExchange(port: number, packets: Buffer[], expect = packets.le
 }
 
 /** Query over UDP (default) or TCP and decode the answer; throws when nothing comes back. */
-export async function ask(port: number, name: string, type: string | number = "A", opts: QueryOptions & { tcp?: boolean; timeoutMs?: number } = {}): Promise<Message> {
+export async function query(port: number, name: string, type: string | number = "A", opts: QueryOptions & { tcp?: boolean; timeoutMs?: number } = {}): Promise<Message> {
   const packet = buildQuery(name, type, opts);
   const raw = opts.tcp ? (await tcpExchange(port, [packet], 1, opts.timeoutMs))[0] : await udpExchange(port, packet, opts.timeoutMs);
   if (!raw) throw new Error(`no answer for ${name} ${String(type)} on port ${port}`);

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { decodeMessage } from "../../src/dns/message.js";
 import { PluginInitError } from "../../src/registry/runtime.js";
-import { ask, buildQuery, rcodeOf, udpBurst } from "../helpers/dns.js";
+import { query, buildQuery, rcodeOf, udpBurst } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 // Written from AdGuard's DNS filtering syntax documentation: one case per line, plus lines a
@@ -44,7 +44,7 @@ const RULES = 2 + 13 + FILLER + 1;
 let s: RunningSluice;
 /** Over UDP through `question $ads` (with $dnstype) by default, or over TCP through `qname $ads` (by name only). */
 const rcode = async (name: string, type = "A", via: "question" | "qname" = "question"): Promise<number> =>
-  rcodeOf(await ask(via === "question" ? s.udpPort : s.tcpPort, name, type, { tcp: via === "qname" }));
+  rcodeOf(await query(via === "question" ? s.udpPort : s.tcpPort, name, type, { tcp: via === "qname" }));
 
 beforeAll(async () => {
   s = await startSluice(

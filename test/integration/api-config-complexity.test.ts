@@ -9,7 +9,7 @@ import { RCODE } from "../../src/dns/constants.js";
 import { WORKER_FILE } from "../../src/app/validate-pool.js";
 import { MAX_CALL_DEPTH } from "../../src/engine/types.js";
 import { runCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { apiYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 
 /** Nine levels of nine aliases: 9^9 strings once expanded (the "billion laughs"). */
@@ -125,7 +125,7 @@ describe("call depth", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const running = await startSluice(yaml);
     try {
-      expect(rcodeOf(await ask(running.udpPort, "deep.test", "A"))).toBe(RCODE.NXDOMAIN);
+      expect(rcodeOf(await query(running.udpPort, "deep.test", "A"))).toBe(RCODE.NXDOMAIN);
     } finally {
       await running.stop();
     }

@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { waitFor } from "xstate";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { apiYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const sha256 = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
@@ -158,7 +158,7 @@ describe("PUT /api/config", () => {
     expect(readFileSync(file, "utf8")).toBe(text);
     expect((await current()).content).toBe(text);
     await reloadDone(sha256(text));
-    expect(answerIps(await ask(s.port("udp"), "any.test", "A"))).toEqual(["10.0.0.7"]);
+    expect(answerIps(await query(s.port("udp"), "any.test", "A"))).toEqual(["10.0.0.7"]);
     const undefinedVar = await put({ content: config("${SLUICE_CONFIG_API_TEST_UNSET}") });
     expect(undefinedVar.status).toBe(400);
     expect(String(undefinedVar.body.message)).toMatch(/SLUICE_CONFIG_API_TEST_UNSET/);
@@ -172,7 +172,7 @@ describe("PUT /api/config", () => {
     expect((r.body.reload as Json).status).toMatch(/^(pending|in_progress)$/);
     const status = await reloadDone(sha256(text));
     expect(status.target_version).toBe(sha256(text));
-    expect(answerIps(await ask(s.port("udp"), "any.test", "A"))).toEqual(["10.0.0.4"]);
+    expect(answerIps(await query(s.port("udp"), "any.test", "A"))).toEqual(["10.0.0.4"]);
   });
 
   test("reload:true while a reload is running is a 409 reload_busy, and the file IS saved", async () => {
@@ -198,12 +198,12 @@ describe("PUT /api/config", () => {
     }
     await reloadDone(sha256(slow));
     // The list the reload waited for is in force.
-    expect(rcodeOf(await ask(s.port("udp"), "blocked.test", "A"))).toBe(3);
-    expect(answerIps(await ask(s.port("udp"), "other.test", "A"))).toEqual(["10.0.0.5"]);
+    expect(rcodeOf(await query(s.port("udp"), "blocked.test", "A"))).toBe(3);
+    expect(answerIps(await query(s.port("udp"), "other.test", "A"))).toEqual(["10.0.0.5"]);
     // The saved file is what the next reload runs.
     expect((await call("POST", "/api/reload")).status).toBe(202);
     await reloadDone(sha256(config("10.0.0.6")));
-    expect(answerIps(await ask(s.port("udp"), "any.test", "A"))).toEqual(["10.0.0.6"]);
+    expect(answerIps(await query(s.port("udp"), "any.test", "A"))).toEqual(["10.0.0.6"]);
   });
 
   test("two concurrent PUTs with the same base_version: exactly one wins, the other is a 409", async () => {

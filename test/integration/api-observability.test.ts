@@ -2,7 +2,7 @@
 // server families, low-cardinality labels only), the actor list across a reload, the OpenAPI
 // document against the routes fastify really serves, and the one JSON error shape.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { apiYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 let s: RunningSluice;
@@ -58,8 +58,8 @@ function routesFromTree(tree: string): string[] {
 
 test("GET /api/metrics: Prometheus text with process metrics and per-server counters labelled plugin_tag/protocol only", async () => {
   const secretName = `very-distinctive-qname-${Date.now()}.example`;
-  for (let i = 0; i < 5; i++) expect(rcodeOf(await ask(s.udpPort, `${i}.${secretName}`, "A"))).toBe(5);
-  expect(rcodeOf(await ask(s.tcpPort, secretName, "AAAA", { tcp: true }))).toBe(5);
+  for (let i = 0; i < 5; i++) expect(rcodeOf(await query(s.udpPort, `${i}.${secretName}`, "A"))).toBe(5);
+  expect(rcodeOf(await query(s.tcpPort, secretName, "AAAA", { tcp: true }))).toBe(5);
 
   const res = await s.api("/api/metrics");
   expect(res.status).toBe(200);

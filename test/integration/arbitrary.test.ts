@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { App, checkConfig } from "../../src/app/app.js";
 import { FLAG, QTYPE } from "../../src/dns/constants.js";
 import { createCatalog } from "../../src/plugins/catalog.js";
-import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { serversYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { flattenAnswers, txtStrings, type DecodedRecord } from "../helpers/zone.js";
 
@@ -71,7 +71,7 @@ async function viaDnsPacket(name: string, type: string): Promise<{ rcode: number
 
 describe("answers as a client sees them", () => {
   test("A: NOERROR, the record's TTL, AA not set", async () => {
-    const m = await ask(s.udpPort, "www.example.com", "A");
+    const m = await query(s.udpPort, "www.example.com", "A");
     expect(rcodeOf(m)).toBe(0);
     expect(m.flags & FLAG.AA).toBe(0);
     expect(m.flags & FLAG.QR).not.toBe(0);
@@ -83,14 +83,14 @@ describe("answers as a client sees them", () => {
   });
 
   test("AAAA from a second snippet, with its $TTL", async () => {
-    const m = await ask(s.udpPort, "www.example.com", "AAAA");
+    const m = await query(s.udpPort, "www.example.com", "AAAA");
     expect(answerIps(m)).toEqual(["2001:db8::1"]);
     expect(m.answers[0].ttl).toBe(600);
     expect((await viaDnsPacket("www.example.com", "AAAA")).answers).toMatchObject([{ type: "AAAA", ttl: 600, data: "2001:db8::1" }]);
   });
 
   test("TXT with two strings", async () => {
-    const m = await ask(s.udpPort, "txt.example.com", "TXT");
+    const m = await query(s.udpPort, "txt.example.com", "TXT");
     expect(m.answers).toHaveLength(1);
     expect(m.answers[0].data.toString("hex")).toBe(Buffer.from("\u000bhello world\u000dsecond string").toString("hex"));
     const p = await viaDnsPacket("txt.example.com", "TXT");
@@ -103,7 +103,7 @@ describe("answers as a client sees them", () => {
       { preference: 10, exchange: "mail.example.com" },
       { preference: 20, exchange: "mail2.example.net" },
     ]);
-    expect((await ask(s.udpPort, "example.com", "MX")).answers).toHaveLength(2);
+    expect((await query(s.udpPort, "example.com", "MX")).answers).toHaveLength(2);
   });
 
   test("SRV", async () => {
@@ -112,7 +112,7 @@ describe("answers as a client sees them", () => {
   });
 
   test("HTTPS: SvcParams on the wire in key order", async () => {
-    const m = await ask(s.udpPort, "svc.example.com", "HTTPS");
+    const m = await query(s.udpPort, "svc.example.com", "HTTPS");
     expect(m.answers).toHaveLength(1);
     expect(m.answers[0].type).toBe(QTYPE.HTTPS);
     const expected = "0001 00 0001 0006 026832 026833 0003 0002 20fb 0004 0004 c0000207".replace(/ /g, "");
@@ -123,27 +123,27 @@ describe("answers as a client sees them", () => {
   });
 
   test("matching ignores case, and the answer is spelt as the client asked (0x20)", async () => {
-    const m = await ask(s.udpPort, "WwW.ExAmPlE.cOm", "A");
+    const m = await query(s.udpPort, "WwW.ExAmPlE.cOm", "A");
     expect(m.answers[0].name).toBe("WwW.ExAmPlE.cOm");
     expect(m.questions[0].name).toBe("WwW.ExAmPlE.cOm");
   });
 
   test("over TCP too", async () => {
-    const m = await ask(s.tcpPort, "www.example.com", "A", { tcp: true });
+    const m = await query(s.tcpPort, "www.example.com", "A", { tcp: true });
     expect(answerIps(m)).toEqual(["192.0.2.1"]);
   });
 });
 
 describe("directives", () => {
   test("$GENERATE records answer; outside the range passes through", async () => {
-    for (const i of [1, 3, 5]) expect(answerIps(await ask(s.udpPort, `host-${i}.example.com`, "A"))).toEqual([`10.0.0.${i}`]);
-    expect(rcodeOf(await ask(s.udpPort, "host-6.example.com", "A"))).toBe(5);
+    for (const i of [1, 3, 5]) expect(answerIps(await query(s.udpPort, `host-${i}.example.com`, "A"))).toEqual([`10.0.0.${i}`]);
+    expect(rcodeOf(await query(s.udpPort, "host-6.example.com", "A"))).toBe(5);
   });
 
   test("a zone file with $INCLUDE (own origin and TTLs)", async () => {
-    const apex = await ask(s.udpPort, "files.example", "A");
+    const apex = await query(s.udpPort, "files.example", "A");
     expect([answerIps(apex), apex.answers[0].ttl]).toEqual([["198.51.100.1"], 120]);
-    const inc = await ask(s.udpPort, "www.sub.files.example", "A");
+    const inc = await query(s.udpPort, "www.sub.files.example", "A");
     expect([answerIps(inc), inc.answers[0].ttl]).toEqual([["198.51.100.2"], 30]);
     const txt = await viaDnsPacket("sub.files.example", "TXT");
     expect(txtStrings(txt.answers[0].data)).toEqual(["from include"]);
@@ -152,22 +152,22 @@ describe("directives", () => {
 
 describe("flow through the sequence", () => {
   test("short_circuit stops the sequence: the later `reject 5` is not reached", async () => {
-    const m = await ask(s.udpPort, "stop.example.com", "A");
+    const m = await query(s.udpPort, "stop.example.com", "A");
     expect(rcodeOf(m)).toBe(0);
     expect(answerIps(m)).toEqual(["192.0.2.99"]);
   });
 
   test("without short_circuit the sequence goes on after an answer", async () => {
     // The rule after $zone turns this name into SERVFAIL, so it must have run.
-    expect(rcodeOf(await ask(s.udpPort, "next.example.com", "A"))).toBe(2);
+    expect(rcodeOf(await query(s.udpPort, "next.example.com", "A"))).toBe(2);
   });
 
   test("no match passes through untouched to the next rule", async () => {
-    expect(rcodeOf(await ask(s.udpPort, "unknown.example.com", "A"))).toBe(5);
+    expect(rcodeOf(await query(s.udpPort, "unknown.example.com", "A"))).toBe(5);
     // Matching is exact on type and class: the name alone is not enough.
-    expect(rcodeOf(await ask(s.udpPort, "www.example.com", "TXT"))).toBe(5);
-    expect(rcodeOf(await ask(s.udpPort, "www.example.com", "A", { qclass: 3 }))).toBe(5);
-    expect(rcodeOf(await ask(s.udpPort, "example.com", "ANY"))).toBe(5);
+    expect(rcodeOf(await query(s.udpPort, "www.example.com", "TXT"))).toBe(5);
+    expect(rcodeOf(await query(s.udpPort, "www.example.com", "A", { qclass: 3 }))).toBe(5);
+    expect(rcodeOf(await query(s.udpPort, "example.com", "ANY"))).toBe(5);
   });
 });
 

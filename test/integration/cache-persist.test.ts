@@ -8,7 +8,7 @@ import { MetricsHub } from "../../src/observability/metrics.js";
 import { silentLogger } from "../../src/observability/logger.js";
 import { decodeDump } from "../../src/plugins/executors/cache/dump.js";
 import { CacheExecutor } from "../../src/plugins/executors/cache/index.js";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import type { Responder } from "../helpers/responder.js";
 import { tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { asked, cacheSluice, localAnswer, queryContext, run, sleep, upstream } from "./cache-helpers.js";
@@ -44,14 +44,14 @@ test("entries dumped on stop are served after a restart without asking upstream,
   const r = await up();
   const args = `{ dump_file: "${file}" }`;
   const first = await start(args, r.port);
-  for (const n of ["one", "two", "three"]) await ask(first.udpPort, `${n}.example`);
+  for (const n of ["one", "two", "three"]) await query(first.udpPort, `${n}.example`);
   expect(r.seen).toHaveLength(3);
   await first.halt();
   expect(existsSync(file)).toBe(true);
   await sleep(1200);
   const second = await start(args, r.port);
   for (const n of ["one", "two", "three"]) {
-    const m = await ask(second.udpPort, `${n}.example`);
+    const m = await query(second.udpPort, `${n}.example`);
     expect(answerIps(m)).toEqual(["192.0.2.1"]);
     expect(m.answers[0].ttl).toBeLessThanOrEqual(298);
     expect(m.answers[0].ttl).toBeGreaterThanOrEqual(290);
@@ -68,8 +68,8 @@ test("a corrupt dump file is reported as a warning and ignored; the cache starts
   const warning = s.logs.find((l) => l.level === 40 && l.msg === "cache dump ignored; starting empty");
   expect(warning).toBeDefined();
   expect(String(warning?.file)).toBe(file);
-  await ask(s.udpPort, "fresh.example");
-  await ask(s.udpPort, "fresh.example");
+  await query(s.udpPort, "fresh.example");
+  await query(s.udpPort, "fresh.example");
   expect(asked(r, "fresh.example")).toBe(1);
 });
 
@@ -78,7 +78,7 @@ test("a missing dump file (and directory) is not an error, and dump_interval wri
   const r = await up();
   const s = await start(`{ dump_file: "${file}", dump_interval: 1 }`, r.port);
   expect(s.logs.some((l) => Number(l.level) >= 40)).toBe(false);
-  await ask(s.udpPort, "periodic.example");
+  await query(s.udpPort, "periodic.example");
   const deadline = Date.now() + 4000;
   while (!existsSync(file) && Date.now() < deadline) await sleep(50);
   const entries = decodeDump(readFileSync(file), performance.now(), Date.now());

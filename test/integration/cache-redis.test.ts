@@ -4,7 +4,7 @@
 // costs an answer: reads are misses within the budget, writes are bounded, health says so, and the
 // link comes back by itself.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import { metricValue } from "../helpers/proc.js";
 import { RedisServer } from "../helpers/redis.js";
 import type { Responder } from "../helpers/responder.js";
@@ -64,14 +64,14 @@ afterAll(async () => {
 });
 
 test("a name answered by A is served to B from Redis: the upstream sees one query, the TTL keeps counting down", async () => {
-  const first = await ask(a.udpPort, "shared.example");
+  const first = await query(a.udpPort, "shared.example");
   expect(first.answers[0].ttl).toBe(300);
   await until("the entry in redis", () => redis.cli("EXISTS", "t:1|1|0||shared.example") === "1");
   const pttl = Number(redis.cli("PTTL", "t:1|1|0||shared.example"));
   expect(pttl).toBeGreaterThan(290_000);
   expect(pttl).toBeLessThanOrEqual(300_000);
   await sleep(1100);
-  const fromB = await ask(b.udpPort, "SHARED.example");
+  const fromB = await query(b.udpPort, "SHARED.example");
   expect(answerIps(fromB)).toEqual(["192.0.2.1"]);
   expect(fromB.questions[0].name).toBe("SHARED.example");
   expect(fromB.answers[0].ttl).toBeLessThanOrEqual(299);
@@ -79,18 +79,18 @@ test("a name answered by A is served to B from Redis: the upstream sees one quer
   expect(asked(up, "shared.example")).toBe(1);
   expect(await metric(b, "cache_redis_read_total", 'result="hit"')).toBe(1);
   // Now in B's local cache: the next one does not ask Redis.
-  await ask(b.udpPort, "shared.example");
+  await query(b.udpPort, "shared.example");
   expect(await metric(b, "cache_redis_read_total", 'result="hit"')).toBe(1);
   expect(await metric(a, "cache_redis_write_total", 'result="ok"')).toBeGreaterThanOrEqual(1);
   expect((await (await b.api("/api/metrics")).text())).toMatch(/cache_redis_read_duration_seconds_count\{plugin_tag="c"\} 1/);
 });
 
 test("an instance started later loads the entries at start and answers from memory", async () => {
-  await ask(a.udpPort, "preload.example");
+  await query(a.udpPort, "preload.example");
   await until("the entry in redis", () => redis.cli("EXISTS", "t:1|1|0||preload.example") === "1");
   const c = await instance();
   await until("the load logged", () => c.logs.some((l) => l.msg === "cache entries loaded from redis" && Number(l.entries) >= 2));
-  const answer = await ask(c.udpPort, "preload.example");
+  const answer = await query(c.udpPort, "preload.example");
   expect(answerIps(answer)).toEqual(["192.0.2.1"]);
   expect(asked(up, "preload.example")).toBe(1);
   expect(await metric(c, "cache_redis_read_total", 'result="hit"')).toBe(0);
@@ -99,7 +99,7 @@ test("an instance started later loads the entries at start and answers from memo
 });
 
 test("a flush through one instance's API clears the shared level too", async () => {
-  await ask(a.udpPort, "flushme.example");
+  await query(a.udpPort, "flushme.example");
   await until("the entry in redis", () => redis.cli("EXISTS", "t:1|1|0||flushme.example") === "1");
   const res = await a.api("/api/plugins/c/flush", { method: "POST" });
   expect(res.status).toBe(200);
@@ -115,7 +115,7 @@ test("Redis that stops answering: every query is still answered, reads end at th
   try {
     const started = Date.now();
     const names = Array.from({ length: 8 }, (_, i) => `paused${i}.example`);
-    const answers = await Promise.all(names.map((n) => ask(a.udpPort, n)));
+    const answers = await Promise.all(names.map((n) => query(a.udpPort, n)));
     expect(answers.every((m) => answerIps(m)[0] === "192.0.2.1")).toBe(true);
     // Generous sanity bound: a budget of 50 ms, not a wait on Redis.
     expect(Date.now() - started).toBeLessThan(1500);
@@ -128,14 +128,14 @@ test("Redis that stops answering: every query is still answered, reads end at th
 });
 
 test("Redis killed: queries are answered from upstream and the local cache, health says down; it recovers when Redis returns", async () => {
-  await ask(a.udpPort, "beforekill.example");
+  await query(a.udpPort, "beforekill.example");
   await redis.kill();
   await until("health shows redis down", async () => (await health(a)).checks.redis === "down");
   const h = await health(a);
   expect(h.status).toBe("ok");
-  expect(answerIps(await ask(a.udpPort, "beforekill.example"))).toEqual(["192.0.2.1"]);
+  expect(answerIps(await query(a.udpPort, "beforekill.example"))).toEqual(["192.0.2.1"]);
   const started = Date.now();
-  expect(answerIps(await ask(a.udpPort, "whiledown.example"))).toEqual(["192.0.2.1"]);
+  expect(answerIps(await query(a.udpPort, "whiledown.example"))).toEqual(["192.0.2.1"]);
   expect(Date.now() - started).toBeLessThan(1000);
   expect(await metric(a, "cache_redis_read_total", 'result="unavailable"')).toBeGreaterThanOrEqual(1);
   expect(await metric(a, "redis_up", "")).toBe(0);
@@ -144,7 +144,7 @@ test("Redis killed: queries are answered from upstream and the local cache, heal
   // Backoff tops out at 5 s between attempts.
   await until("health shows redis ok again", async () => (await health(a)).checks.redis === "ok", 12_000);
   expect(await metric(a, "redis_up", "")).toBe(1);
-  await ask(a.udpPort, "afterkill.example");
+  await query(a.udpPort, "afterkill.example");
   await until("writes resume", () => redis.cli("EXISTS", "t:1|1|0||afterkill.example") === "1");
 });
 

@@ -4,7 +4,7 @@
 import { afterEach, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
 import { decodeMessage, replyTo } from "../../src/dns/message.js";
-import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, type Responder } from "../helpers/responder.js";
 import type { RunningSluice } from "../helpers/sluice.js";
 import { asked, cacheSluice, metric, negative, sleep, upstream } from "./cache-helpers.js";
@@ -41,7 +41,7 @@ test("after expiry 100 concurrent queries are answered at once from the stale en
     await held;
     return answerWith(q, ["192.0.2.2"], 300);
   });
-  await ask(s.udpPort, "stale.example");
+  await query(s.udpPort, "stale.example");
   // TTLs are whole seconds: the entry expires after 1 s of the server's clock.
   await sleep(1100);
   const started = performance.now();
@@ -58,7 +58,7 @@ test("after expiry 100 concurrent queries are answered at once from the stale en
   await until("the one refresh asked upstream", async () => Promise.resolve(asked(up, "stale.example") === 2));
   release();
   await until("the refresh stored", async () => (await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "success" })) === 1);
-  const refreshed = await ask(s.udpPort, "stale.example");
+  const refreshed = await query(s.udpPort, "stale.example");
   expect(answerIps(refreshed)).toEqual(["192.0.2.2"]);
   expect(refreshed.answers[0].ttl).toBeGreaterThanOrEqual(298);
   expect(asked(up, "stale.example")).toBe(2);
@@ -73,13 +73,13 @@ test("a refresh that gets no cacheable answer is counted as failed, the stale an
     calls++;
     return calls === 1 ? answerWith(q, ["192.0.2.1"], 1) : replyTo(q, RCODE.SERVFAIL);
   });
-  await ask(s.udpPort, "flaky.example");
+  await query(s.udpPort, "flaky.example");
   await sleep(1100);
-  const stale = await ask(s.udpPort, "flaky.example");
+  const stale = await query(s.udpPort, "flaky.example");
   expect(answerIps(stale)).toEqual(["192.0.2.1"]);
   await sleep(300);
   expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "failed" })).toBe(1);
-  const again = await ask(s.udpPort, "flaky.example");
+  const again = await query(s.udpPort, "flaky.example");
   expect(answerIps(again)).toEqual(["192.0.2.1"]);
   await sleep(300);
   expect(asked(up, "flaky.example")).toBe(3);
@@ -92,11 +92,11 @@ test("lazy_cache_ttl does not apply to negative answers: once expired they are a
     calls++;
     return calls === 1 ? negative(q, RCODE.NXDOMAIN, 60, 1) : answerWith(q, ["192.0.2.5"], 300);
   });
-  expect(rcodeOf(await ask(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
-  expect(rcodeOf(await ask(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
+  expect(rcodeOf(await query(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
+  expect(rcodeOf(await query(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
   expect(asked(up, "neg.example")).toBe(1);
   await sleep(1100);
-  const after = await ask(s.udpPort, "neg.example");
+  const after = await query(s.udpPort, "neg.example");
   expect(answerIps(after)).toEqual(["192.0.2.5"]);
   expect(asked(up, "neg.example")).toBe(2);
   expect(await metric(s, "cache_hit_total", { plugin_tag: "c", kind: "stale" })).toBe(0);

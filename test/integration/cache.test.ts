@@ -7,7 +7,7 @@ import { encodeEcs, subnetFor } from "../../src/dns/ecs.js";
 import { parseIP } from "../../src/dns/ip.js";
 import { decodeMessage, encodeMessage, replyTo, type Message } from "../../src/dns/message.js";
 import { ConfigError } from "../../src/config/diagnostics.js";
-import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { asked, cacheSluice, negative, sleep, upstream } from "./cache-helpers.js";
@@ -27,26 +27,26 @@ async function setup(cacheArgs: string, handler?: Parameters<typeof upstream>[0]
 
 test("a repeated question is answered from the cache with the asker's ID and TTLs that count down", async () => {
   const { up, s } = await setup("{}");
-  const first = await ask(s.udpPort, "hit.example", "A", { id: 0x1111 });
+  const first = await query(s.udpPort, "hit.example", "A", { id: 0x1111 });
   expect(first.answers[0].ttl).toBe(300);
   expect(asked(up, "hit.example")).toBe(1);
   await sleep(1100);
-  const second = await ask(s.udpPort, "hit.example", "A", { id: 0x2222 });
+  const second = await query(s.udpPort, "hit.example", "A", { id: 0x2222 });
   expect(asked(up, "hit.example")).toBe(1);
   expect(second.id).toBe(0x2222);
   expect(answerIps(second)).toEqual(["192.0.2.1"]);
   expect(second.answers[0].ttl).toBeLessThanOrEqual(299);
   expect(second.answers[0].ttl).toBeGreaterThanOrEqual(295);
   // Over TCP the same entry answers too.
-  const overTcp = await ask(s.tcpPort, "hit.example", "A", { tcp: true });
+  const overTcp = await query(s.tcpPort, "hit.example", "A", { tcp: true });
   expect(answerIps(overTcp)).toEqual(["192.0.2.1"]);
   expect(asked(up, "hit.example")).toBe(1);
 });
 
 test("a hit echoes the asker's letter case (0x20) in the question and in compressed owner names", async () => {
   const { up, s } = await setup("{}");
-  await ask(s.udpPort, "MiXeD.Case.example");
-  const hit = await ask(s.udpPort, "mIxEd.cASE.EXAMPLE");
+  await query(s.udpPort, "MiXeD.Case.example");
+  const hit = await query(s.udpPort, "mIxEd.cASE.EXAMPLE");
   expect(asked(up, "mixed.case.example")).toBe(1);
   expect(hit.questions[0].name).toBe("mIxEd.cASE.EXAMPLE");
   expect(hit.answers[0].name).toBe("mIxEd.cASE.EXAMPLE");
@@ -114,29 +114,29 @@ test("NXDOMAIN is cached for min(SOA TTL, MINIMUM) and the cap max_negative_ttl 
     if (name === "short.neg.example") return negative(q, RCODE.NXDOMAIN, 3600, 2);
     return negative(q, RCODE.NXDOMAIN, 3600, 3600);
   });
-  const a = await ask(s.udpPort, "short.neg.example");
+  const a = await query(s.udpPort, "short.neg.example");
   expect(rcodeOf(a)).toBe(RCODE.NXDOMAIN);
-  const b = await ask(s.udpPort, "short.neg.example");
+  const b = await query(s.udpPort, "short.neg.example");
   expect(rcodeOf(b)).toBe(RCODE.NXDOMAIN);
   expect(asked(up, "short.neg.example")).toBe(1);
   expect(b.authorities[0].type).toBe(QTYPE.SOA);
   expect(b.authorities[0].ttl).toBeLessThanOrEqual(2);
-  await ask(s.udpPort, "capped.neg.example");
-  const capped = await ask(s.udpPort, "capped.neg.example");
+  await query(s.udpPort, "capped.neg.example");
+  const capped = await query(s.udpPort, "capped.neg.example");
   expect(asked(up, "capped.neg.example")).toBe(1);
   expect(capped.authorities[0].ttl).toBeLessThanOrEqual(5);
   expect(capped.authorities[0].ttl).toBeGreaterThanOrEqual(4);
   await sleep(2100);
-  await ask(s.udpPort, "short.neg.example");
+  await query(s.udpPort, "short.neg.example");
   expect(asked(up, "short.neg.example")).toBe(2);
-  await ask(s.udpPort, "capped.neg.example");
+  await query(s.udpPort, "capped.neg.example");
   expect(asked(up, "capped.neg.example")).toBe(1);
 });
 
 test("NODATA (NOERROR without answers) is cached as a negative answer", async () => {
   const { up, s } = await setup("{}", (q) => negative(q, RCODE.NOERROR, 60, 30));
-  await ask(s.udpPort, "nodata.example", "AAAA");
-  const hit = await ask(s.udpPort, "nodata.example", "AAAA");
+  await query(s.udpPort, "nodata.example", "AAAA");
+  const hit = await query(s.udpPort, "nodata.example", "AAAA");
   expect(asked(up, "nodata.example")).toBe(1);
   expect(rcodeOf(hit)).toBe(RCODE.NOERROR);
   expect(hit.answers).toHaveLength(0);
@@ -145,22 +145,22 @@ test("NODATA (NOERROR without answers) is cached as a negative answer", async ()
 
 test("a negative answer without SOA is kept for negative_ttl_without_soa seconds", async () => {
   const { up, s } = await setup("{ negative_ttl_without_soa: 1 }", (q) => negative(q, RCODE.NXDOMAIN, null));
-  await ask(s.udpPort, "nosoa.example");
-  await ask(s.udpPort, "nosoa.example");
+  await query(s.udpPort, "nosoa.example");
+  await query(s.udpPort, "nosoa.example");
   expect(asked(up, "nosoa.example")).toBe(1);
   await sleep(1100);
-  await ask(s.udpPort, "nosoa.example");
+  await query(s.udpPort, "nosoa.example");
   expect(asked(up, "nosoa.example")).toBe(2);
 });
 
 test("negative_ttl_without_soa: 0 and cache_negative: false disable negative caching", async () => {
   const { up, s } = await setup("{ negative_ttl_without_soa: 0 }", (q) => negative(q, RCODE.NXDOMAIN, null));
-  await ask(s.udpPort, "nosoa.example");
-  await ask(s.udpPort, "nosoa.example");
+  await query(s.udpPort, "nosoa.example");
+  await query(s.udpPort, "nosoa.example");
   expect(asked(up, "nosoa.example")).toBe(2);
   const off = await setup("{ cache_negative: false }", (q) => negative(q, RCODE.NXDOMAIN, 3600, 3600));
-  await ask(off.s.udpPort, "soa.example");
-  await ask(off.s.udpPort, "soa.example");
+  await query(off.s.udpPort, "soa.example");
+  await query(off.s.udpPort, "soa.example");
   expect(asked(off.up, "soa.example")).toBe(2);
 });
 
@@ -175,28 +175,28 @@ test("SERVFAIL, REFUSED and truncated answers are never cached", async () => {
     return wire;
   });
   for (const name of ["servfail.example", "refused.example"]) {
-    await ask(s.udpPort, name);
-    await ask(s.udpPort, name);
+    await query(s.udpPort, name);
+    await query(s.udpPort, name);
     expect(asked(up, name)).toBe(2);
   }
-  const tc = await ask(s.udpPort, "tc.example");
+  const tc = await query(s.udpPort, "tc.example");
   expect(tc.flags & 0x0200).toBe(0x0200);
   const before = asked(up, "tc.example");
-  await ask(s.udpPort, "tc.example");
+  await query(s.udpPort, "tc.example");
   expect(asked(up, "tc.example")).toBeGreaterThan(before);
 });
 
 test("an answer with TTL 0 is passed through but not cached", async () => {
   const { up, s } = await setup("{}", (q) => answerWith(q, ["192.0.2.3"], 0));
-  await ask(s.udpPort, "zero.example");
-  await ask(s.udpPort, "zero.example");
+  await query(s.udpPort, "zero.example");
+  await query(s.udpPort, "zero.example");
   expect(asked(up, "zero.example")).toBe(2);
 });
 
 test("max_positive_ttl caps the lifetime and the TTLs a hit reports", async () => {
   const { up, s } = await setup("{ max_positive_ttl: 60 }", (q) => answerWith(q, ["192.0.2.4", "192.0.2.5"], 3600));
-  await ask(s.udpPort, "capped.example");
-  const hit = await ask(s.udpPort, "capped.example");
+  await query(s.udpPort, "capped.example");
+  const hit = await query(s.udpPort, "capped.example");
   expect(asked(up, "capped.example")).toBe(1);
   for (const rr of hit.answers) {
     expect(rr.ttl).toBeLessThanOrEqual(60);
@@ -208,12 +208,12 @@ test("short_circuit ends the sequence on a hit; without it the following rules s
   const slow = "      - exec: sleep 1000";
   const plain = await setup("{}", undefined, slow);
   const sc = await setup("{ short_circuit: true }", undefined, slow);
-  for (const { s } of [plain, sc]) await ask(s.udpPort, "sc.example", "A", { timeoutMs: 4000 });
+  for (const { s } of [plain, sc]) await query(s.udpPort, "sc.example", "A", { timeoutMs: 4000 });
   let started = performance.now();
-  await ask(plain.s.udpPort, "sc.example", "A", { timeoutMs: 4000 });
+  await query(plain.s.udpPort, "sc.example", "A", { timeoutMs: 4000 });
   expect(performance.now() - started).toBeGreaterThanOrEqual(950);
   started = performance.now();
-  await ask(sc.s.udpPort, "sc.example", "A", { timeoutMs: 4000 });
+  await query(sc.s.udpPort, "sc.example", "A", { timeoutMs: 4000 });
   expect(performance.now() - started).toBeLessThan(800);
   expect(asked(plain.up, "sc.example")).toBe(1);
   expect(asked(sc.up, "sc.example")).toBe(1);
@@ -230,8 +230,8 @@ test("quick setup `cache short_circuit` works; other parameters and bad args are
       - exec: forward 127.0.0.1:${up.port}
 ${serversYaml()}`);
   cleanups.push(() => s.stop());
-  await ask(s.udpPort, "quick.example");
-  await ask(s.udpPort, "quick.example");
+  await query(s.udpPort, "quick.example");
+  await query(s.udpPort, "quick.example");
   expect(asked(up, "quick.example")).toBe(1);
   const bad = async (yaml: string): Promise<string> => {
     const err: unknown = await startSluice(`plugins:\n${yaml}\n${serversYaml()}`).then(

@@ -2,7 +2,7 @@
 import { writeFileSync, rmSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { runCli, startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sluice.js";
 
@@ -87,8 +87,8 @@ describe("sluice start", () => {
     const run = startCli(["-c", "conf.yaml", "-d", work, "-l", "debug"]);
     const udp = await run.waitForLog((l) => l.msg === "udp server listening");
     const tcp = await run.waitForLog((l) => l.msg === "tcp server listening");
-    expect(rcodeOf(await ask(Number(udp.port), "a.test"))).toBe(3);
-    expect(rcodeOf(await ask(Number(tcp.port), "a.test", "A", { tcp: true }))).toBe(3);
+    expect(rcodeOf(await query(Number(udp.port), "a.test"))).toBe(3);
+    expect(rcodeOf(await query(Number(tcp.port), "a.test", "A", { tcp: true }))).toBe(3);
     run.child.kill("SIGTERM");
     const exit = await run.exited;
     expect(exit.code).toBe(0);

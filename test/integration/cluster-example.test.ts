@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { metricValue } from "../helpers/proc.js";
 import { freePort } from "../helpers/redis.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
@@ -60,7 +60,7 @@ async function unanswered(names: string[]): Promise<string[]> {
   const bad: string[] = [];
   for (const name of names) {
     try {
-      const m = await ask(dnsdist(), name, "A", { timeoutMs: 2000 });
+      const m = await query(dnsdist(), name, "A", { timeoutMs: 2000 });
       if (answerIps(m)[0] !== "192.0.2.1") bad.push(`${name}: rcode ${rcodeOf(m)}`);
     } catch {
       bad.push(`${name}: no answer`);
@@ -131,7 +131,7 @@ describe("examples/cluster", () => {
     const before = await Promise.all(members.map(accepted));
     const names = Array.from({ length: 300 }, (_, i) => `through${i}.example`);
     expect(await unanswered(names)).toEqual([]);
-    expect(answerIps(await ask(dnsdist(), "tcp-through.example", "A", { tcp: true }))).toEqual(["192.0.2.1"]);
+    expect(answerIps(await query(dnsdist(), "tcp-through.example", "A", { tcp: true }))).toEqual(["192.0.2.1"]);
     // chashed with weight 1000 per server spreads names about evenly; each instance took its clients from dnsdist's headers.
     const spread = (await Promise.all(members.map(accepted))).map((n, i) => n - (before[i] ?? 0));
     console.log(`cluster spread of 300 names over a/b/c: ${spread.join(" / ")}`);
@@ -141,25 +141,25 @@ describe("examples/cluster", () => {
   });
 
   test("a name cached by A is served from Redis by B: the upstream sees one query", async () => {
-    expect(answerIps(await ask(dnsPort("a"), "shared.example"))).toEqual(["192.0.2.1"]);
+    expect(answerIps(await query(dnsPort("a"), "shared.example"))).toEqual(["192.0.2.1"]);
     expect(upstreamSaw("shared.example")).toBe(1);
     await until("the entry in redis", async () => execFileSync("redis-cli", ["-p", String(ports.REDIS_PORT), "EXISTS", "sluice:cache:1|1|0||shared.example"], { encoding: "utf8" }).trim() === "1", 3000);
-    expect(answerIps(await ask(dnsPort("b"), "shared.example"))).toEqual(["192.0.2.1"]);
-    expect(answerIps(await ask(dnsPort("c"), "shared.example"))).toEqual(["192.0.2.1"]);
+    expect(answerIps(await query(dnsPort("b"), "shared.example"))).toEqual(["192.0.2.1"]);
+    expect(answerIps(await query(dnsPort("c"), "shared.example"))).toEqual(["192.0.2.1"]);
     expect(upstreamSaw("shared.example")).toBe(1);
     expect(await metric("b", "cache_redis_read_total", 'result="hit"')).toBeGreaterThanOrEqual(1);
   });
 
   test("a matcher switched on A changes answers on B and C within a second", async () => {
-    expect(rcodeOf(await ask(dnsPort("b"), "shared.example"))).toBe(0);
+    expect(rcodeOf(await query(dnsPort("b"), "shared.example"))).toBe(0);
     const res = await api("a", "/api/plugins/blocked/mode", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ mode: "always_true", duration: "5m" }) });
     expect(res.status).toBe(200);
     for (const m of ["b", "c"] as const) {
-      const took = await until(`the mode on ${m}`, async () => rcodeOf(await ask(dnsPort(m), "shared.example")) === 3, 1000);
+      const took = await until(`the mode on ${m}`, async () => rcodeOf(await query(dnsPort(m), "shared.example")) === 3, 1000);
       expect(took).toBeLessThan(1000);
     }
     await api("b", "/api/plugins/blocked/mode", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ mode: "normal" }) });
-    for (const m of members) await until(`normal on ${m}`, async () => rcodeOf(await ask(dnsPort(m), "shared.example")) === 0, 1000);
+    for (const m of members) await until(`normal on ${m}`, async () => rcodeOf(await query(dnsPort(m), "shared.example")) === 0, 1000);
   });
 
   test("a configuration saved on the primary reaches the replicas; a broken one does not", async () => {
@@ -167,7 +167,7 @@ describe("examples/cluster", () => {
     const changed = original.replace(`args: ["domain:ads.example"]`, `args: ["domain:ads.example", "domain:more.example"]`);
     expect(changed).not.toBe(original);
     expect((await saveOnPrimary(changed, true)).status).toBe(200);
-    for (const m of ["b", "c"] as const) await until(`the new configuration on ${m}`, async () => rcodeOf(await ask(dnsPort(m), "x.more.example")) === 3, 10_000);
+    for (const m of ["b", "c"] as const) await until(`the new configuration on ${m}`, async () => rcodeOf(await query(dnsPort(m), "x.more.example")) === 3, 10_000);
     expect(readFileSync(join(dir, "b", "sluice.yaml"), "utf8")).toBe(changed);
 
     const broken = changed.replace("type: qname", "type: no_such_matcher");
@@ -178,16 +178,16 @@ describe("examples/cluster", () => {
         return s.status === "failed" && /no_such_matcher/.test(s.last_error ?? "");
       }, 10_000);
       expect(readFileSync(join(dir, m, "sluice.yaml"), "utf8")).toBe(changed);
-      expect(rcodeOf(await ask(dnsPort(m), "x.more.example"))).toBe(3);
+      expect(rcodeOf(await query(dnsPort(m), "x.more.example"))).toBe(3);
     }
     // The primary's own file is put right again, and the replicas follow.
     expect((await saveOnPrimary(original, true)).status).toBe(200);
-    for (const m of ["b", "c"] as const) await until(`the original on ${m}`, async () => rcodeOf(await ask(dnsPort(m), "x.more.example")) === 0, 10_000);
+    for (const m of ["b", "c"] as const) await until(`the original on ${m}`, async () => rcodeOf(await query(dnsPort(m), "x.more.example")) === 0, 10_000);
   });
 
   test("the query log read from any instance shows the queries of all three", async () => {
     const direct = members.map((m) => `qlog-${m}.example`);
-    for (const [i, m] of members.entries()) expect(answerIps(await ask(dnsPort(m), direct[i]))).toEqual(["192.0.2.1"]);
+    for (const [i, m] of members.entries()) expect(answerIps(await query(dnsPort(m), direct[i]))).toEqual(["192.0.2.1"]);
     const balanced = Array.from({ length: 30 }, (_, i) => `qlog-via${i}.example`);
     expect(await unanswered(balanced)).toEqual([]);
     for (const m of members) {
@@ -219,7 +219,7 @@ describe("examples/cluster", () => {
     expect(await unanswered(["shared.example"])).toEqual([]);
     await script("start-one", "redis");
     for (const m of members) await until(`redis back on ${m}`, async () => (await health(m)).redis === "ok", 15_000);
-    await ask(dnsPort("a"), "afterredis.example");
+    await query(dnsPort("a"), "afterredis.example");
     await until("writes to redis again", async () => execFileSync("redis-cli", ["-p", String(ports.REDIS_PORT), "EXISTS", "sluice:cache:1|1|0||afterredis.example"], { encoding: "utf8" }).trim() === "1", 3000);
   });
 

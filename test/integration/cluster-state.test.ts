@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { metricValue } from "../helpers/proc.js";
 import { RedisServer } from "../helpers/redis.js";
 import type { Responder } from "../helpers/responder.js";
@@ -66,22 +66,22 @@ afterAll(async () => {
 
 test("a matcher mode set on A changes answers on B and C within a second, with the same end time", async () => {
   const { a, b, c, x } = members;
-  expect(rcodeOf(await ask(b.udpPort, "ads.test"))).toBe(3);
+  expect(rcodeOf(await query(b.udpPort, "ads.test"))).toBe(3);
   const res = await post(a, "/api/plugins/blocked/mode", { mode: "always_false", duration: "10m" });
   expect(res.status).toBe(200);
   const untilMs = ((await res.json()) as { until_ms: number }).until_ms;
   for (const s of [b, c]) {
-    const took = await until("the mode on a peer", async () => rcodeOf(await ask(s.udpPort, "ads.test")) !== 3, 1000);
+    const took = await until("the mode on a peer", async () => rcodeOf(await query(s.udpPort, "ads.test")) !== 3, 1000);
     expect(took).toBeLessThan(1000);
     const status = await json(s, "/api/plugins/blocked/status");
     expect(status).toMatchObject({ mode: "always_false", until_ms: untilMs });
   }
   // Another cluster is not touched.
-  expect(rcodeOf(await ask(x.udpPort, "ads.test"))).toBe(3);
+  expect(rcodeOf(await query(x.udpPort, "ads.test"))).toBe(3);
   expect(await json(x, "/api/plugins/blocked/status")).toMatchObject({ mode: "normal" });
   // Back to normal from C this time.
   await post(c, "/api/plugins/blocked/mode", { mode: "normal" });
-  for (const s of [a, b]) await until("normal on a peer", async () => rcodeOf(await ask(s.udpPort, "ads.test")) === 3, 1000);
+  for (const s of [a, b]) await until("normal on a peer", async () => rcodeOf(await query(s.udpPort, "ads.test")) === 3, 1000);
   expect(await counted(a, "own")).toBeGreaterThanOrEqual(1);
   expect(await counted(a, "applied")).toBeGreaterThanOrEqual(1);
   expect(await counted(x, "applied")).toBe(0);
@@ -90,19 +90,19 @@ test("a matcher mode set on A changes answers on B and C within a second, with t
 test("a provider reload asked on A reloads the same provider on B and C", async () => {
   const { a, b, c } = members;
   for (const s of [a, b, c]) writeFileSync(join(s.dir, "list.txt"), "full:one.test\nfull:two.test\n");
-  expect(rcodeOf(await ask(b.udpPort, "two.test"))).not.toBe(5);
+  expect(rcodeOf(await query(b.udpPort, "two.test"))).not.toBe(5);
   const res = await post(a, "/api/plugins/lists/reload");
   expect(res.status).toBe(200);
   for (const s of [b, c]) {
     await until("the reload on a peer", async () => (await json(s, "/api/plugins/lists/reload/status")).rules === 2, 2000);
-    expect(rcodeOf(await ask(s.udpPort, "two.test"))).toBe(5);
+    expect(rcodeOf(await query(s.udpPort, "two.test"))).toBe(5);
     expect((await json(s, "/api/plugins/lists/reload/status")).reloads).toBe(1);
   }
 });
 
 test("a cache flush asked on B empties the caches of A and C", async () => {
   const { a, b, c } = members;
-  for (const s of [a, b, c]) await ask(s.udpPort, "cached.example");
+  for (const s of [a, b, c]) await query(s.udpPort, "cached.example");
   const size = async (s: RunningSluice): Promise<number> => (await json(s, "/api/plugins/c/entries")).total_entries as number;
   for (const s of [a, b, c]) expect(await size(s)).toBeGreaterThanOrEqual(1);
   expect((await post(b, "/api/plugins/c/flush")).status).toBe(200);

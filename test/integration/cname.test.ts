@@ -4,7 +4,7 @@ import { QTYPE } from "../../src/dns/constants.js";
 import { parseIP } from "../../src/dns/ip.js";
 import type { Message, ResourceRecord } from "../../src/dns/message.js";
 import { addressRecord, nameRdata } from "../../src/dns/rdata.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -52,15 +52,15 @@ afterAll(async () => {
 });
 
 test("a CNAME target matching a rule decides (no response before forwarding: no match)", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "alias.test", "A"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "alias.test", "A"))).toBe(3);
 });
 
 test("every link of a chain is checked, case-insensitively, including through a provider", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "chain.test", "A"))).toBe(4);
+  expect(rcodeOf(await query(s.udpPort, "chain.test", "A"))).toBe(4);
 });
 
 test("answers without a matching CNAME pass through", async () => {
-  const m = await ask(s.udpPort, "plain.test", "A");
+  const m = await query(s.udpPort, "plain.test", "A");
   expect(rcodeOf(m)).toBe(0);
   expect(answerIps(m)).toEqual(["192.0.2.1"]);
 });

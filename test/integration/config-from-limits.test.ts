@@ -17,7 +17,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { formatLoad, startDnsLoad, type DnsLoadReport } from "../helpers/dns-load.js";
 import { rssMb } from "../helpers/proc.js";
 import { tempDir } from "../helpers/sluice.js";
@@ -192,7 +192,7 @@ test("a trickling primary: the first pull gives up at the deadline, later polls 
   expect(String(line.err)).toMatch(/no answer within 1s \(--config-from-timeout\)/);
   expect(first.openMs).not.toBeNull();
   expect(first.openMs).toBeLessThan(DEADLINE_MS + SLACK_MS);
-  expect(rcodeOf(await ask(r.udp, "x.test"))).toBe(6);
+  expect(rcodeOf(await query(r.udp, "x.test"))).toBe(6);
 
   // Later polls trickle too, one a second, each cut at 1 s.
   const pullsBefore = primary.pulls.length;
@@ -218,7 +218,7 @@ test("a trickling primary: the first pull gives up at the deadline, later polls 
   // The primary answers again: followed at the next poll.
   primary.serve(replicaYaml(4));
   const deadline = Date.now() + 15_000;
-  while (rcodeOf(await ask(r.udp, "x.test")) !== 4) {
+  while (rcodeOf(await query(r.udp, "x.test")) !== 4) {
     if (Date.now() > deadline) throw new Error("the replica did not follow the primary once it answered");
     await new Promise((res) => setTimeout(res, 200));
   }
@@ -247,7 +247,7 @@ test("a valid 6 MB configuration from the primary: validated in the worker under
   // At a later poll: a replica following a small configuration gets the big one.
   primary.serve(replicaYaml(5, "", PARSE));
   const f = await replica("big-later", replicaYaml(6, "", PARSE));
-  expect(rcodeOf(await ask(f.udp, "x.test"))).toBe(5);
+  expect(rcodeOf(await query(f.udp, "x.test"))).toBe(5);
   await new Promise((res) => setTimeout(res, 1000));
   const before = rssMb(f.pid);
   let peak = before;
@@ -268,7 +268,7 @@ test("a valid 6 MB configuration from the primary: validated in the worker under
   );
   expect(status.refused_version).not.toBeNull();
   expect(status.last_error).toMatch(/too complex to validate/);
-  expect(rcodeOf(await ask(f.udp, "x.test"))).toBe(5);
+  expect(rcodeOf(await query(f.udp, "x.test"))).toBe(5);
   expect(after).toBeLessThan(before + 150);
   expect(load.lost).toBeLessThanOrEqual(Math.ceil(load.sent * 0.01));
   expect(load.longestGapMs).toBeLessThan(1000);
@@ -280,7 +280,7 @@ test("a valid 6 MB configuration from the primary: validated in the worker under
   const r = await replica("big-first", replicaYaml(6, "", PARSE));
   const line = await r.run.waitForLog((l) => l.msg === "configuration from the primary refused; the last good configuration keeps serving");
   expect(String(line.err)).toMatch(/too complex to validate: it (needed more than the 256 MiB heap|took longer than the 2s) allowed/);
-  expect(rcodeOf(await ask(r.udp, "x.test"))).toBe(6);
+  expect(rcodeOf(await query(r.udp, "x.test"))).toBe(6);
   await new Promise((res) => setTimeout(res, 1000));
   const firstRss = rssMb(r.pid);
   console.log(`6 MB configuration at the first pull: refused (${String(line.err).replace(/^.*: the configuration/, "the configuration")}); serving after ${r.startedAfterMs.toFixed(0)} ms; RSS ${firstRss.toFixed(0)} MiB (the replica above, before: ${before.toFixed(0)} MiB)`);

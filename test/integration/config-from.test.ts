@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { runCli, startCli, type RunningCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { openSse, type SseFrame } from "../helpers/sse.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 
@@ -78,13 +78,13 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 
 test("the primary's configuration replaces the replica's before start and follows every save; a broken one is refused", async () => {
   const r = await replica("r1", primaryYaml(9).replace("s3cret-pw", "other"));
-  expect(rcodeOf(await ask(r.dns(), "x.test"))).toBe(2);
+  expect(rcodeOf(await query(r.dns(), "x.test"))).toBe(2);
   expect(readFileSync(r.file, "utf8")).toBe(readFileSync(join(primary.dir, "sluice.yaml"), "utf8"));
   expect(r.run.logs.some((l) => l.msg === "configuration pulled from the primary")).toBe(true);
 
   const saved3 = await save(primaryYaml(3));
   expect(saved3.status, await saved3.clone().text()).toBe(200);
-  await until("the new configuration on the replica", async () => rcodeOf(await ask(r.dns(), "x.test")) === 3);
+  await until("the new configuration on the replica", async () => rcodeOf(await query(r.dns(), "x.test")) === 3);
   const status = (await (await r.api("/api/reload/status")).json()) as { status: string; running_version: string; follow: Record<string, unknown> };
   const primaryVersion = ((await (await primary.api("/api/config", { headers: AUTH })).json()) as { version: string }).version;
   expect(status.running_version).toBe(primaryVersion);
@@ -101,7 +101,7 @@ test("the primary's configuration replaces the replica's before start and follow
   expect(refused.last_error).toMatch(/no_such_type/);
   expect(refused.running_version).toBe(primaryVersion);
   expect(readFileSync(r.file, "utf8")).toBe(primaryYaml(3));
-  expect(rcodeOf(await ask(r.dns(), "x.test"))).toBe(3);
+  expect(rcodeOf(await query(r.dns(), "x.test"))).toBe(3);
   expect(r.run.logs.some((l) => l.msg === "configuration from the primary refused; the last good configuration keeps serving")).toBe(true);
   // Not tried again while the primary keeps that version.
   await new Promise((res) => setTimeout(res, 2500));
@@ -122,7 +122,7 @@ test("the primary's configuration replaces the replica's before start and follow
     expect((await save(primaryYaml(5))).status).toBe(200);
     await stream.until(follower("reloading"), 8000);
     await stream.until(follower("waiting"), 8000);
-    expect(rcodeOf(await ask(r.dns(), "x.test"))).toBe(5);
+    expect(rcodeOf(await query(r.dns(), "x.test"))).toBe(5);
   } finally {
     await stream.close();
   }
@@ -131,7 +131,7 @@ test("the primary's configuration replaces the replica's before start and follow
 
 test("wrong credentials or an unreachable primary: the replica serves its local configuration and says why", async () => {
   const r = await replica("r2", primaryYaml(7).replace("s3cret-pw", "x"), [], { SLUICE_CONFIG_FROM_AUTH: "admin:wr0ng-pw-zz" });
-  expect(rcodeOf(await ask(r.dns(), "x.test"))).toBe(7);
+  expect(rcodeOf(await query(r.dns(), "x.test"))).toBe(7);
   const follow = await until("the follower's error", async () => {
     const res = await fetch(`http://127.0.0.1:${Number(r.run.logs.find((l) => l.msg === "management API listening")?.port)}/api/reload/status`, { headers: { Authorization: `Basic ${Buffer.from("admin:x").toString("base64")}` } });
     const s = (await res.json()) as { follow?: { last_error: string | null } };
@@ -149,7 +149,7 @@ test("wrong credentials or an unreachable primary: the replica serves its local 
   const line = await down.waitForLog((l) => l.msg === "the primary could not be read; serving the local configuration and polling");
   expect(String(line.err)).toMatch(/ECONNREFUSED/);
   const port = Number((await down.waitForLog((l) => l.msg === "udp server listening")).port);
-  expect(rcodeOf(await ask(port, "x.test"))).toBe(6);
+  expect(rcodeOf(await query(port, "x.test"))).toBe(6);
 });
 
 test("bad --config-from options are usage errors", async () => {

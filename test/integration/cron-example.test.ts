@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { tempDir } from "../helpers/sluice.js";
@@ -91,16 +91,16 @@ test("the nightly job downloads the new list and reloads only the provider that 
   const [runJob, status, downloads] = sh;
   // startup_if_missing fetched the list before `ads` was created.
   expect(files.hits("/dyn/ads.txt")).toBe(1);
-  expect(rcodeOf(await ask(dnsPort, "ads.example", "A"))).toBe(3);
-  const before = await ask(dnsPort, "new-ad.example", "A");
+  expect(rcodeOf(await query(dnsPort, "ads.example", "A"))).toBe(3);
+  const before = await query(dnsPort, "new-ad.example", "A");
   expect(rcodeOf(before)).toBe(0);
   expect(answerIps(before)).toEqual(["192.0.2.1"]);
 
   files.set("ads.txt", "full:ads.example\nfull:new-ad.example\n");
   expect(await shell(runJob)).toEqual({ ok: true, job: "ads", status: "started", trigger: "manual", run_id: 1 });
   await waitForRun(status, 1, "completed");
-  expect(rcodeOf(await ask(dnsPort, "new-ad.example", "A"))).toBe(3);
-  expect(rcodeOf(await ask(dnsPort, "ads.example", "A"))).toBe(3);
+  expect(rcodeOf(await query(dnsPort, "new-ad.example", "A"))).toBe(3);
+  expect(rcodeOf(await query(dnsPort, "ads.example", "A"))).toBe(3);
   expect(readFileSync(join(dir, "lists", "ads.txt"), "utf8")).toBe("full:ads.example\nfull:new-ad.example\n");
   const items = (await shell(downloads)).items as Record<string, unknown>[];
   expect(items).toHaveLength(1);
@@ -121,7 +121,7 @@ test("a failed download keeps the old list; the run ends completed_with_errors",
     expect(await shell(runJob)).toMatchObject({ ok: true, run_id: 2 });
     expect(await waitForRun(status, 2, "completed_with_errors")).toMatchObject({ executor_error_count: 1 });
     expect(readFileSync(join(dir, "lists", "ads.txt"))).toEqual(old);
-    expect(rcodeOf(await ask(dnsPort, "new-ad.example", "A"))).toBe(3);
+    expect(rcodeOf(await query(dnsPort, "new-ad.example", "A"))).toBe(3);
     const items = (await shell(downloads)).items as Record<string, unknown>[];
     expect(items[0].last_error).toBe("HTTP 500 Internal Server Error");
   } finally {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { until } from "../model/harness.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { checkErrors } from "../helpers/check.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 
@@ -170,7 +170,7 @@ describe("manual runs", () => {
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `);
     try {
-      expect(rcodeOf(await ask(s2.udpPort, "x.example", "A"))).toBe(2);
+      expect(rcodeOf(await query(s2.udpPort, "x.example", "A"))).toBe(2);
     } finally {
       await s2.stop();
     }

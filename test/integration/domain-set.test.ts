@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { ask as askActor, RefusedError } from "../../actors/ask.js";
 import { concernActor } from "../../actors/app.actor.js";
 import type { ProviderPlugin } from "../../src/registry/types.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 /** A reload as the API and reload_provider ask for it: through the provider's actor (one at a time). */
@@ -33,7 +33,7 @@ let startMs = 0;
 const listPath = (): string => join(s.dir, "big.txt");
 const big = (): ProviderPlugin => s.app.runtime.live("big")?.instance as ProviderPlugin;
 const blocked = async (name: string): Promise<boolean> => {
-  const rcode = rcodeOf(await ask(s.udpPort, name, "A"));
+  const rcode = rcodeOf(await query(s.udpPort, name, "A"));
   if (rcode !== 3 && rcode !== 5) throw new Error(`unexpected rcode ${rcode} for ${name}`);
   return rcode === 3;
 };

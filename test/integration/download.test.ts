@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { checkErrors } from "../helpers/check.js";
 import { runCli } from "../helpers/cli.js";
@@ -158,7 +158,7 @@ describe("one batch at a time", () => {
   test("a pipeline execution during a batch waits for it, then fetches again, and the query is answered", async () => {
     const manual = post(s, "dl", "{}");
     await files.waitHeld("g.txt");
-    const query = ask(s.udpPort, "fetch.test", "A", { timeoutMs: 10_000 });
+    const answer = query(s.udpPort, "fetch.test", "A", { timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 200));
     // Still one request: the pipeline did not start a second batch beside the first.
     expect(files.held("g.txt")).toBe(1);
@@ -167,14 +167,14 @@ describe("one batch at a time", () => {
     // The pipeline's own batch follows.
     await files.waitHeld("g.txt");
     files.release("g.txt");
-    expect(rcodeOf(await query)).toBe(3);
+    expect(rcodeOf(await answer)).toBe(3);
   });
 
   test("a pipeline whose download fails answers SERVFAIL", async () => {
-    const query = ask(s.udpPort, "fetch.test", "A", { timeoutMs: 10_000 });
+    const answer = query(s.udpPort, "fetch.test", "A", { timeoutMs: 10_000 });
     await files.waitHeld("g.txt");
     files.release("g.txt", 503);
-    expect(rcodeOf(await query)).toBe(2);
+    expect(rcodeOf(await answer)).toBe(2);
   });
 });
 
@@ -264,8 +264,8 @@ describe("startup_if_missing", () => {
     files.set("list.txt", "full:boot.example\n");
     const s = await startSluice(yaml(`${files.url}/files/list.txt`, "lists"));
     try {
-      expect(rcodeOf(await ask(s.udpPort, "boot.example", "A"))).toBe(3);
-      expect(rcodeOf(await ask(s.udpPort, "other.example", "A"))).toBe(5);
+      expect(rcodeOf(await query(s.udpPort, "boot.example", "A"))).toBe(3);
+      expect(rcodeOf(await query(s.udpPort, "other.example", "A"))).toBe(5);
     } finally {
       await s.stop();
     }
@@ -278,7 +278,7 @@ describe("startup_if_missing", () => {
     const s = await startSluice(yaml(`${files.url}/files/list.txt`, dir));
     try {
       expect(files.hits("/files/list.txt")).toBe(before);
-      expect(rcodeOf(await ask(s.udpPort, "local.example", "A"))).toBe(3);
+      expect(rcodeOf(await query(s.udpPort, "local.example", "A"))).toBe(3);
     } finally {
       await s.stop();
     }

@@ -5,7 +5,7 @@ import { EDNS_OPTION } from "../../src/dns/constants.js";
 import { decodeEcs, encodeEcs, findEcs, subnetFor } from "../../src/dns/ecs.js";
 import { formatIP, parseIP } from "../../src/dns/ip.js";
 import type { Edns, Message } from "../../src/dns/message.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -71,7 +71,7 @@ afterAll(async () => {
 });
 
 test("default: the client's subnet is stripped before the upstream and absent from the answer", async () => {
-  const m = await ask(s.udpPort, "strip.test", "A", { edns: clientEcs("198.51.100.0/24") });
+  const m = await query(s.udpPort, "strip.test", "A", { edns: clientEcs("198.51.100.0/24") });
   expect(subnetOf(lastUpstreamQuery())).toBeNull();
   expect(lastUpstreamQuery().edns).not.toBeNull();
   expect(answerIps(m)).toEqual(["192.0.2.1"]);
@@ -79,50 +79,50 @@ test("default: the client's subnet is stripped before the upstream and absent fr
 });
 
 test("an ECS option the upstream sends anyway does not reach the client", async () => {
-  const m = await ask(s.udpPort, "pushy.strip.test", "A", { edns: clientEcs("198.51.100.0/24") });
+  const m = await query(s.udpPort, "pushy.strip.test", "A", { edns: clientEcs("198.51.100.0/24") });
   expect(subnetOf(lastUpstreamQuery())).toBeNull();
   expect(answerIps(m)).toEqual(["192.0.2.1"]);
   expect(m.edns).not.toBeNull();
   expect(subnetOf(m)).toBeNull();
   // Without the handler the same upstream answer carries it.
-  expect(subnetOf(await ask(s.udpPort, "pushy.other.test", "A", { edns: 1232 }))).toBe("10.0.0.0/8");
+  expect(subnetOf(await query(s.udpPort, "pushy.other.test", "A", { edns: 1232 }))).toBe("10.0.0.0/8");
 });
 
 test("forward: true passes the client's subnet upstream and the upstream's ECS back", async () => {
-  const m = await ask(s.udpPort, "fwd.test", "A", { edns: clientEcs("198.51.100.0/24") });
+  const m = await query(s.udpPort, "fwd.test", "A", { edns: clientEcs("198.51.100.0/24") });
   expect(subnetOf(lastUpstreamQuery())).toBe("198.51.100.0/24");
   expect(subnetOf(m)).toBe("198.51.100.0/24");
   expect(decodeEcs(findEcs(m.edns)?.data ?? Buffer.alloc(0))?.scopePrefix).toBe(24);
 });
 
 test("forward: true with a client that sent no subnet adds nothing", async () => {
-  await ask(s.udpPort, "fwd.test", "A", { edns: 1232 });
+  await query(s.udpPort, "fwd.test", "A", { edns: 1232 });
   expect(subnetOf(lastUpstreamQuery())).toBeNull();
 });
 
 test("send: true sends the client address cut to mask4, and keeps ECS out of the answer", async () => {
-  const m = await ask(s.udpPort, "send.test", "A", { edns: 1232 });
+  const m = await query(s.udpPort, "send.test", "A", { edns: 1232 });
   expect(subnetOf(lastUpstreamQuery())).toBe("127.0.0.0/16");
   expect(subnetOf(m)).toBeNull();
   expect(m.edns).not.toBeNull();
   // A client's own subnet is replaced by ours when it is not trusted.
-  await ask(s.udpPort, "send.test", "A", { edns: clientEcs("198.51.100.0/24") });
+  await query(s.udpPort, "send.test", "A", { edns: clientEcs("198.51.100.0/24") });
   expect(subnetOf(lastUpstreamQuery())).toBe("127.0.0.0/16");
 });
 
 test("quick setup `ecs_handler <ip>/<len>` sends the preset cut to that length (IPv4)", async () => {
-  const m = await ask(s.udpPort, "preset4.test", "A", { edns: 1232 });
+  const m = await query(s.udpPort, "preset4.test", "A", { edns: 1232 });
   expect(subnetOf(lastUpstreamQuery())).toBe("203.0.112.0/20");
   expect(subnetOf(m)).toBeNull();
 });
 
 test("quick setup with a bare IPv6 preset uses mask6 (48)", async () => {
-  await ask(s.udpPort, "preset6.test", "A", { edns: 1232 });
+  await query(s.udpPort, "preset6.test", "A", { edns: 1232 });
   expect(subnetOf(lastUpstreamQuery())).toBe("2001:db8:1234::/48");
 });
 
 test("a client without EDNS: the upstream gets an OPT with the subnet, the client gets no OPT back", async () => {
-  const m = await ask(s.udpPort, "preset4.test", "A");
+  const m = await query(s.udpPort, "preset4.test", "A");
   const up = lastUpstreamQuery();
   expect(up.edns?.udpSize).toBe(1232);
   expect(subnetOf(up)).toBe("203.0.112.0/20");
@@ -132,7 +132,7 @@ test("a client without EDNS: the upstream gets an OPT with the subnet, the clien
 });
 
 test("names the handler does not cover go upstream with the client's subnet untouched", async () => {
-  const m = await ask(s.tcpPort, "other.test", "A", { edns: clientEcs("198.51.100.0/24"), tcp: true });
+  const m = await query(s.tcpPort, "other.test", "A", { edns: clientEcs("198.51.100.0/24"), tcp: true });
   expect(subnetOf(lastUpstreamQuery())).toBe("198.51.100.0/24");
   expect(subnetOf(m)).toBe("198.51.100.0/24");
 });

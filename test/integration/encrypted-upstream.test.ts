@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { startCli } from "../helpers/cli.js";
 import { metricValue } from "../helpers/proc.js";
 import { makeLeaf, makePki, type Pki } from "../helpers/pki.js";
@@ -76,7 +76,7 @@ async function metrics(): Promise<string> {
 /** `n` queries in waves of 50 in flight; every one must be answered with the upstream's address. */
 async function burst(route: string, n: number): Promise<void> {
   for (let done = 0; done < n; done += 50) {
-    const answers = await Promise.all(Array.from({ length: Math.min(50, n - done) }, (_, i) => ask(s.udpPort, `q${done + i}.${route}.up.test`, "A", { timeoutMs: 4000 })));
+    const answers = await Promise.all(Array.from({ length: Math.min(50, n - done) }, (_, i) => query(s.udpPort, `q${done + i}.${route}.up.test`, "A", { timeoutMs: 4000 })));
     for (const a of answers) expect(answerIps(a)).toEqual([ANSWER]);
   }
 }
@@ -100,7 +100,7 @@ describe("connection reuse", () => {
   test("a new connection after an idle close resumes the TLS session (DoT and DoH)", async () => {
     for (const route of ["resume", "resume-doh"]) {
       for (let i = 0; i < 3; i++) {
-        expect(answerIps(await ask(s.udpPort, `r${i}.${route}.up.test`))).toEqual([ANSWER]);
+        expect(answerIps(await query(s.udpPort, `r${i}.${route}.up.test`))).toEqual([ANSWER]);
         // Longer than idle_timeout: the connection closes and the next query opens a new one.
         await new Promise((r) => setTimeout(r, 200));
       }
@@ -115,13 +115,13 @@ describe("connection reuse", () => {
 
 describe("certificates", () => {
   test("dial_addr connects to an IP and verifies the certificate against the host name (SNI too)", async () => {
-    expect(answerIps(await ask(s.udpPort, "a.named.up.test"))).toEqual([ANSWER]);
-    expect(answerIps(await ask(s.udpPort, "a.named-doh.up.test"))).toEqual([ANSWER]);
+    expect(answerIps(await query(s.udpPort, "a.named.up.test"))).toEqual([ANSWER]);
+    expect(answerIps(await query(s.udpPort, "a.named-doh.up.test"))).toEqual([ANSWER]);
   });
 
   test("a certificate from an unknown CA, for another name, or not in the trust store is refused: SERVFAIL", async () => {
     for (const route of ["untrusted-dot", "untrusted-doh", "wrong-name", "no-store"]) {
-      expect(rcodeOf(await ask(s.udpPort, `a.${route}.up.test`)), route).toBe(2);
+      expect(rcodeOf(await query(s.udpPort, `a.${route}.up.test`)), route).toBe(2);
     }
     const text = await metrics();
     for (const tag of ["untrusted_dot", "untrusted_doh", "wrong_name", "no_store"]) {
@@ -136,7 +136,7 @@ describe("certificates", () => {
   });
 
   test("insecure_skip_verify accepts the certificate nothing else would", async () => {
-    expect(answerIps(await ask(s.udpPort, "a.insecure.up.test"))).toEqual([ANSWER]);
+    expect(answerIps(await query(s.udpPort, "a.insecure.up.test"))).toEqual([ANSWER]);
   });
 
   test("NODE_EXTRA_CA_CERTS adds the test CA to the trust store of the process", async () => {
@@ -148,7 +148,7 @@ describe("certificates", () => {
       try {
         const port = (await cli.waitForLog((l) => l.msg === "udp server listening")).port as number;
         await cli.waitForLog((l) => l.msg === "sluice started");
-        expect(rcodeOf(await ask(port, "a.up.test")), `NODE_EXTRA_CA_CERTS=${extra}`).toBe(expected);
+        expect(rcodeOf(await query(port, "a.up.test")), `NODE_EXTRA_CA_CERTS=${extra}`).toBe(expected);
       } finally {
         cli.child.kill("SIGTERM");
         await cli.exited;

@@ -4,7 +4,7 @@
 // all 30 by reason. A failure in a later period is logged at once again. A period out of bounds is
 // refused with its key.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { metricValue } from "../helpers/proc.js";
 import { startRawUpstream, type RawUpstream } from "../helpers/raw-upstream.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -40,7 +40,7 @@ async function until(what: string, fn: () => boolean, ms = 5000): Promise<void> 
 }
 
 test("an outage: one line for the first failure, one summary for the rest of the period, every failure counted by reason", async () => {
-  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => ask(s.udpPort, `down${i}.example`, "A", { timeoutMs: 3000 })));
+  const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => query(s.udpPort, `down${i}.example`, "A", { timeoutMs: 3000 })));
   expect(answers.map(rcodeOf)).toEqual(Array.from({ length: 30 }, () => 2));
   expect(firstLines()).toHaveLength(1);
   expect(firstLines()[0]).toMatchObject({ level: 40, reason: "upstream_timeout", qtype: 1 });
@@ -53,7 +53,7 @@ test("an outage: one line for the first failure, one summary for the rest of the
   expect(metricValue(metrics, "server_failed_total", 'plugin_tag="udp",protocol="udp"')).toBe(30);
 
   // A new period: the next failure is logged at once, and a lone failure needs no summary.
-  expect(rcodeOf(await ask(s.udpPort, "again.example", "A", { timeoutMs: 3000 }))).toBe(2);
+  expect(rcodeOf(await query(s.udpPort, "again.example", "A", { timeoutMs: 3000 }))).toBe(2);
   expect(firstLines()).toHaveLength(2);
   expect(firstLines()[1]).toMatchObject({ qname: expect.stringMatching(/^again\.example\.?$/) as unknown });
   await new Promise((r) => setTimeout(r, 600));

@@ -1,7 +1,7 @@
 // `fallback` seen from a client: which branch answers, and when, with real upstream responders.
 import { afterEach, expect, test } from "vitest";
 import { ConfigError } from "../../src/config/diagnostics.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, deadUdpPort, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -47,7 +47,7 @@ ${serversYaml()}`);
 
 async function timed(port: number, name: string): Promise<{ ips: string[]; rcode: number; ms: number }> {
   const started = performance.now();
-  const m = await ask(port, name, "A", { timeoutMs: 4000 });
+  const m = await query(port, name, "A", { timeoutMs: 4000 });
   return { ips: answerIps(m), rcode: rcodeOf(m), ms: performance.now() - started };
 }
 

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { EDNS_OPTION } from "../../src/dns/constants.js";
 import type { Edns, EdnsOption, Message } from "../../src/dns/message.js";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 test("without the plugin the upstream's answer has none of the client's options", async () => {
-  const m = await ask(s.udpPort, "plain.test", "A", withOptions(cookie, padding));
+  const m = await query(s.udpPort, "plain.test", "A", withOptions(cookie, padding));
   expect(codes(m)).toEqual([]);
   // The upstream did receive them: forward passes the client's query through.
   const sent = upstream.seen[upstream.seen.length - 1].query;
@@ -61,7 +61,7 @@ test("without the plugin the upstream's answer has none of the client's options"
 });
 
 test("`forward_edns0opt 10,12` copies the cookie and the padding into the answer, and nothing else", async () => {
-  const m = await ask(s.udpPort, "both.test", "A", withOptions(NSID, cookie, padding));
+  const m = await query(s.udpPort, "both.test", "A", withOptions(NSID, cookie, padding));
   expect(answerIps(m)).toEqual(["192.0.2.1"]);
   expect(codes(m)).toEqual([EDNS_OPTION.COOKIE, EDNS_OPTION.PADDING]);
   expect(optionData(m, EDNS_OPTION.COOKIE)).toBe(COOKIE.toString("hex"));
@@ -69,25 +69,25 @@ test("`forward_edns0opt 10,12` copies the cookie and the padding into the answer
 });
 
 test("codes given by name; only the listed ones are copied", async () => {
-  const m = await ask(s.tcpPort, "one.test", "A", { ...withOptions(cookie, padding), tcp: true });
+  const m = await query(s.tcpPort, "one.test", "A", { ...withOptions(cookie, padding), tcp: true });
   expect(codes(m)).toEqual([EDNS_OPTION.COOKIE]);
 });
 
 test("an option the upstream answered itself is kept, not duplicated", async () => {
-  const m = await ask(s.udpPort, "cookie.both.test", "A", withOptions(cookie, padding));
+  const m = await query(s.udpPort, "cookie.both.test", "A", withOptions(cookie, padding));
   expect(codes(m)).toEqual([EDNS_OPTION.COOKIE, EDNS_OPTION.PADDING]);
   expect(optionData(m, EDNS_OPTION.COOKIE)).toBe(SERVER_COOKIE.toString("hex"));
 });
 
 test("an upstream answer without OPT gets one (the client used EDNS), carrying the options and the DO bit", async () => {
-  const m = await ask(s.udpPort, "noopt.both.test", "A", { edns: { options: [cookie], flags: 0x8000 } });
+  const m = await query(s.udpPort, "noopt.both.test", "A", { edns: { options: [cookie], flags: 0x8000 } });
   expect(m.edns).not.toBeNull();
   expect(m.edns?.flags).toBe(0x8000);
   expect(codes(m)).toEqual([EDNS_OPTION.COOKIE]);
 });
 
 test("a client without EDNS, or without the listed options, gets the answer unchanged", async () => {
-  expect((await ask(s.udpPort, "noopt.both.test", "A")).edns).toBeNull();
-  expect(codes(await ask(s.udpPort, "noopt.both.test", "A", withOptions(NSID)))).toBeNull();
-  expect(codes(await ask(s.udpPort, "both.test", "A", withOptions()))).toEqual([]);
+  expect((await query(s.udpPort, "noopt.both.test", "A")).edns).toBeNull();
+  expect(codes(await query(s.udpPort, "noopt.both.test", "A", withOptions(NSID)))).toBeNull();
+  expect(codes(await query(s.udpPort, "both.test", "A", withOptions()))).toEqual([]);
 });

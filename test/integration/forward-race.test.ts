@@ -1,5 +1,5 @@
 import { afterEach, expect, test } from "vitest";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerBytes, startRawUpstream, type RawHandlers, type RawUpstream } from "../helpers/raw-upstream.js";
 import { answerWith, deadUdpPort, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -38,7 +38,7 @@ test("dead, slow and good upstreams with concurrent 3: the good answer wins with
         - { addr: "127.0.0.1:${good.port}", tag: good }`);
   for (let i = 0; i < 4; i++) {
     const started = performance.now();
-    const m = await ask(s.udpPort, `race${i}.example`);
+    const m = await query(s.udpPort, `race${i}.example`);
     expect(answerIps(m)).toEqual(["192.0.2.3"]);
     expect(performance.now() - started).toBeLessThan(1500);
   }
@@ -57,7 +57,7 @@ test("SERVFAIL from one upstream is held until a NOERROR from another arrives", 
       concurrent: 2
       upstreams: [{ addr: "127.0.0.1:${failing.port}" }, { addr: "127.0.0.1:${later.port}" }]`);
   for (let i = 0; i < 3; i++) {
-    const m = await ask(s.udpPort, `held${i}.example`);
+    const m = await query(s.udpPort, `held${i}.example`);
     expect(rcodeOf(m)).toBe(0);
     expect(answerIps(m)).toEqual(["192.0.2.4"]);
   }
@@ -73,7 +73,7 @@ test("NXDOMAIN is a preferred answer and wins at once", async () => {
       concurrent: 2
       upstreams: [{ addr: "127.0.0.1:${nx.port}" }, { addr: "127.0.0.1:${slow.port}" }]`);
   const started = performance.now();
-  expect(rcodeOf(await ask(s.udpPort, "nx.example"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "nx.example"))).toBe(3);
   expect(performance.now() - started).toBeLessThan(1000);
 });
 
@@ -88,7 +88,7 @@ test("when nothing better comes, the upstream's own SERVFAIL answer is served ra
       concurrent: 2
       upstreams: [{ addr: "127.0.0.1:${failing.port}", timeout: 400ms }, { addr: "127.0.0.1:${silent.port}", timeout: 400ms }]`);
   const started = performance.now();
-  const m = await ask(s.udpPort, "held-servfail.example", "A", { timeoutMs: 3000 });
+  const m = await query(s.udpPort, "held-servfail.example", "A", { timeoutMs: 3000 });
   expect(rcodeOf(m)).toBe(2);
   expect(answerIps(m)).toEqual(["192.0.2.99"]);
   expect(performance.now() - started).toBeLessThan(1900);
@@ -104,7 +104,7 @@ test("all upstreams failing gives SERVFAIL within the timeout", async () => {
       concurrent: 2
       upstreams: [{ addr: "127.0.0.1:${dead}" }, { addr: "127.0.0.1:${silent.port}", timeout: 500ms }]`);
   const started = performance.now();
-  const m = await ask(s.udpPort, "allfail.example", "A", { timeoutMs: 4000 });
+  const m = await query(s.udpPort, "allfail.example", "A", { timeoutMs: 4000 });
   const took = performance.now() - started;
   expect(rcodeOf(m)).toBe(2);
   expect(answerIps(m)).toEqual([]);
@@ -127,7 +127,7 @@ test("with concurrent 1, an upstream that fails fast hands over to the next one 
   // The random start picks the dead one about half the time; every query must still be answered.
   for (let i = 0; i < 8; i++) {
     const started = performance.now();
-    const m = await ask(s.udpPort, `failover${i}.example`);
+    const m = await query(s.udpPort, `failover${i}.example`);
     expect(answerIps(m)).toEqual(["192.0.2.6"]);
     expect(performance.now() - started).toBeLessThan(1500);
   }
@@ -146,7 +146,7 @@ ${serversYaml()}`);
   cleanups.push(() => s.stop());
   for (let i = 0; i < 4; i++) {
     const started = performance.now();
-    expect(answerIps(await ask(s.udpPort, `qs${i}.example`))).toEqual(["192.0.2.7"]);
+    expect(answerIps(await query(s.udpPort, `qs${i}.example`))).toEqual(["192.0.2.7"]);
     expect(performance.now() - started).toBeLessThan(1500);
   }
   expect(silent.udpReceived).toHaveLength(4);
@@ -163,8 +163,8 @@ test("a hostname upstream is reached through its bootstrap server", async () => 
     args:
       upstreams:
         - { addr: "tcp://resolver.test:${target.port}", bootstrap: "127.0.0.1:${bootstrap.port}", bootstrap_version: 4 }`);
-  expect(answerIps(await ask(s.udpPort, "via-bootstrap.example"))).toEqual(["192.0.2.8"]);
-  expect(answerIps(await ask(s.udpPort, "again.example"))).toEqual(["192.0.2.8"]);
+  expect(answerIps(await query(s.udpPort, "via-bootstrap.example"))).toEqual(["192.0.2.8"]);
+  expect(answerIps(await query(s.udpPort, "again.example"))).toEqual(["192.0.2.8"]);
   expect(bootstrap.seen).toHaveLength(1);
   expect(target.seen.map((x) => x.via)).toEqual(["tcp", "tcp"]);
 });

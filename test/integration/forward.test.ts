@@ -2,7 +2,7 @@ import dgram from "node:dgram";
 import { afterEach, expect, test } from "vitest";
 import { ConfigError } from "../../src/config/diagnostics.js";
 import { decodeMessage } from "../../src/dns/message.js";
-import { answerIps, ask, buildQuery, rcodeOf, tcpExchange, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, tcpExchange, udpExchange } from "../helpers/dns.js";
 import { answerBytes, idOf, startRawUpstream, type RawHandlers, type RawUpstream } from "../helpers/raw-upstream.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -58,7 +58,7 @@ test("a silent upstream gives the client SERVFAIL after about the timeout", asyn
     type: forward
     args: { upstreams: [{ addr: "udp://127.0.0.1:${r.port}", timeout: 500ms }] }`);
   const started = performance.now();
-  const m = await ask(s.udpPort, "silent.example", "A", { timeoutMs: 4000 });
+  const m = await query(s.udpPort, "silent.example", "A", { timeoutMs: 4000 });
   const took = performance.now() - started;
   expect(rcodeOf(m)).toBe(2);
   expect(took).toBeGreaterThanOrEqual(450);
@@ -82,7 +82,7 @@ test("bogus answers (wrong ID, wrong question, another source port) are ignored 
     type: sequence
     args:
       - exec: forward 127.0.0.1:${r.port}`);
-  const m = await ask(s.udpPort, "spoofed.example");
+  const m = await query(s.udpPort, "spoofed.example");
   expect(answerIps(m)).toEqual(["192.0.2.20"]);
 });
 
@@ -97,7 +97,7 @@ test("a truncated UDP answer is fetched again over TCP and served whole", async 
     type: sequence
     args:
       - exec: forward 127.0.0.1:${r.port}`);
-  const m = await ask(s.udpPort, "large.example", "A", { edns: 4096 });
+  const m = await query(s.udpPort, "large.example", "A", { edns: 4096 });
   expect(m.flags & 0x0200).toBe(0);
   expect(answerIps(m)).toEqual(ips);
   expect(r.udpReceived).toHaveLength(1);
@@ -111,7 +111,7 @@ test("a tcp:// upstream is asked over TCP and its pooled connection is reused ac
     type: sequence
     args:
       - exec: forward tcp://127.0.0.1:${r.port}`);
-  for (let i = 0; i < 4; i++) expect(answerIps(await ask(s.udpPort, `t${i}.example`))).toEqual(["192.0.2.30"]);
+  for (let i = 0; i < 4; i++) expect(answerIps(await query(s.udpPort, `t${i}.example`))).toEqual(["192.0.2.30"]);
   const [viaTcp] = await tcpExchange(s.tcpPort, [buildQuery("t-tcp.example")]);
   expect(answerIps(decodeMessage(viaTcp))).toEqual(["192.0.2.30"]);
   expect(r.udpReceived).toHaveLength(0);
@@ -148,11 +148,11 @@ test("short_circuit ends the sequence; without it the next rule still runs", asy
       - matches: qname domain:object.example
         exec: goto object_form
       - exec: goto go_on`);
-  const stopped = await ask(s.udpPort, "stop.example");
+  const stopped = await query(s.udpPort, "stop.example");
   expect(rcodeOf(stopped)).toBe(0);
   expect(answerIps(stopped)).toEqual(["192.0.2.40"]);
-  expect(rcodeOf(await ask(s.udpPort, "object.example"))).toBe(0);
-  expect(rcodeOf(await ask(s.udpPort, "continued.example"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "object.example"))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "continued.example"))).toBe(5);
 });
 
 test("forward counts calls and per-upstream outcomes in its metrics", async () => {
@@ -171,9 +171,9 @@ test("forward counts calls and per-upstream outcomes in its metrics", async () =
   - tag: slow
     type: forward
     args: { upstreams: [{ addr: "127.0.0.1:${silent.port}", timeout: 300ms }] }`);
-  await ask(s.udpPort, "a.example");
-  await ask(s.udpPort, "b.example");
-  expect(rcodeOf(await ask(s.udpPort, "slow.example"))).toBe(2);
+  await query(s.udpPort, "a.example");
+  await query(s.udpPort, "b.example");
+  expect(rcodeOf(await query(s.udpPort, "slow.example"))).toBe(2);
   const text = await s.app.services.metrics.text();
   const value = (line: string): number => Number(new RegExp(`^${line.replace(/[{}]/g, "\\$&")} (\\d+)`, "m").exec(text)?.[1] ?? NaN);
   expect(value('forward_query_total{plugin_tag="fwd"}')).toBe(2);

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ConfigError } from "../../src/config/diagnostics.js";
 import { PluginInitError } from "../../src/registry/runtime.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { countryMmdb, geoipDat, geositeDat, type SiteDomain } from "../helpers/geodata.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -52,7 +52,7 @@ const mmdb = countryMmdb([
 
 let up: Responder;
 let s: RunningSluice;
-const rcode = async (name: string, type = "A"): Promise<number> => rcodeOf(await ask(s.udpPort, name, type));
+const rcode = async (name: string, type = "A"): Promise<number> => rcodeOf(await query(s.udpPort, name, type));
 
 beforeAll(async () => {
   up = await startResponder((q) => answerWith(q, (ADDRESSES[q.questions[0].name] ?? ["192.0.2.1"]).filter((a) => a.includes(":") === (q.questions[0].type === 28))));

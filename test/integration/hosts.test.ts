@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { QTYPE } from "../../src/dns/constants.js";
 import { readSoa } from "../../src/dns/rdata.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const hostsFile = `# hosts file
@@ -51,22 +51,22 @@ ${serversYaml()}
 afterAll(() => s.stop());
 
 test("A and AAAA are answered from the entry with TTL 10", async () => {
-  const a = await ask(s.udpPort, "example.test", "A");
+  const a = await query(s.udpPort, "example.test", "A");
   expect(rcodeOf(a)).toBe(0);
   expect(answerIps(a)).toEqual(["192.0.2.1", "192.0.2.2"]);
   expect(a.answers.every((r) => r.ttl === 10 && r.type === QTYPE.A)).toBe(true);
-  const aaaa = await ask(s.tcpPort, "example.test", "AAAA", { tcp: true });
+  const aaaa = await query(s.tcpPort, "example.test", "AAAA", { tcp: true });
   expect(answerIps(aaaa)).toEqual(["2001:db8::1"]);
   expect(aaaa.answers[0].ttl).toBe(10);
 });
 
 test("the name is matched case-insensitively and without the trailing dot", async () => {
-  expect(answerIps(await ask(s.udpPort, "EXAMPLE.Test.", "A"))).toEqual(["192.0.2.1", "192.0.2.2"]);
+  expect(answerIps(await query(s.udpPort, "EXAMPLE.Test.", "A"))).toEqual(["192.0.2.1", "192.0.2.2"]);
 });
 
 test("an entry without the requested family answers NODATA with a SOA (TTL 300)", async () => {
   for (const [name, type] of [["v6only.test", "A"], ["corp.test", "AAAA"]] as const) {
-    const m = await ask(s.udpPort, name, type);
+    const m = await query(s.udpPort, name, type);
     expect(rcodeOf(m)).toBe(0);
     expect(m.answers).toEqual([]);
     expect(m.authorities).toHaveLength(1);
@@ -77,30 +77,30 @@ test("an entry without the requested family answers NODATA with a SOA (TTL 300)"
 });
 
 test("domain:, keyword: and regexp: rules answer too; unprefixed rules are full:", async () => {
-  expect(answerIps(await ask(s.udpPort, "a.b.corp.test", "A"))).toEqual(["10.0.0.1"]);
-  expect(answerIps(await ask(s.udpPort, "ads.tracker.example", "A"))).toEqual(["0.0.0.0"]);
-  expect(answerIps(await ask(s.udpPort, "cdn42.example.net", "A"))).toEqual(["198.51.100.9"]);
+  expect(answerIps(await query(s.udpPort, "a.b.corp.test", "A"))).toEqual(["10.0.0.1"]);
+  expect(answerIps(await query(s.udpPort, "ads.tracker.example", "A"))).toEqual(["0.0.0.0"]);
+  expect(answerIps(await query(s.udpPort, "cdn42.example.net", "A"))).toEqual(["198.51.100.9"]);
   // example.test is `full:`: a subdomain passes through to the final REFUSED.
-  expect(rcodeOf(await ask(s.udpPort, "www.example.test", "A"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "www.example.test", "A"))).toBe(5);
 });
 
 test("rules from files are used, and the last definition of a pattern wins", async () => {
-  expect(answerIps(await ask(s.udpPort, "dup.test", "A"))).toEqual(["192.0.2.11"]);
-  expect(answerIps(await ask(s.udpPort, "file.test", "A"))).toEqual(["192.0.2.22"]);
-  expect(answerIps(await ask(s.udpPort, "x.files.test", "AAAA"))).toEqual(["2001:db8::21"]);
+  expect(answerIps(await query(s.udpPort, "dup.test", "A"))).toEqual(["192.0.2.11"]);
+  expect(answerIps(await query(s.udpPort, "file.test", "A"))).toEqual(["192.0.2.22"]);
+  expect(answerIps(await query(s.udpPort, "x.files.test", "AAAA"))).toEqual(["2001:db8::21"]);
 });
 
 test("unmatched names, other types and other classes pass through untouched", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "nothing.test", "A"))).toBe(5);
-  expect(rcodeOf(await ask(s.udpPort, "example.test", "MX"))).toBe(5);
-  expect(rcodeOf(await ask(s.udpPort, "example.test", "A", { qclass: 3 }))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "nothing.test", "A"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "example.test", "MX"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "example.test", "A", { qclass: 3 }))).toBe(5);
 });
 
 test("without short_circuit the sequence goes on; with it the sequence stops", async () => {
   // hosts_next answered after.test, then the next rule replaced the answer.
-  expect(rcodeOf(await ask(s.udpPort, "after.test", "A"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "after.test", "A"))).toBe(3);
   // hosts_stop stopped the sequence: hosts_next (192.0.2.78) never ran.
-  expect(answerIps(await ask(s.udpPort, "stop.test", "A"))).toEqual(["192.0.2.77"]);
+  expect(answerIps(await query(s.udpPort, "stop.test", "A"))).toEqual(["192.0.2.77"]);
 });
 
 test("hits and misses are counted per plugin; other query types are not counted", async () => {
@@ -112,10 +112,10 @@ test("hits and misses are counted per plugin; other query types are not counted"
     };
   };
   const before = await read();
-  await ask(s.udpPort, "stop.test", "A");
-  await ask(s.udpPort, "stop.test", "AAAA");
-  await ask(s.udpPort, "nothing.test", "A");
-  await ask(s.udpPort, "example.test", "MX");
+  await query(s.udpPort, "stop.test", "A");
+  await query(s.udpPort, "stop.test", "AAAA");
+  await query(s.udpPort, "nothing.test", "A");
+  await query(s.udpPort, "example.test", "MX");
   const after = await read();
   const delta = (name: string, tag: string): number => after(name, tag) - before(name, tag);
   expect(delta("hosts_hit_total", "hosts_stop")).toBe(2);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { ask as askActor } from "../../actors/ask.js";
 import { concernActor } from "../../actors/app.actor.js";
 import type { ProviderPlugin } from "../../src/registry/types.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 /** A reload as the API and reload_provider ask for it: through the provider's actor (one at a time). */
@@ -18,7 +18,7 @@ function reloadThroughActor(tag: string): Promise<unknown> {
 
 let s: RunningSluice;
 const lan = (): ProviderPlugin => s.app.runtime.live("lan")?.instance as ProviderPlugin;
-const rcode = async (name: string, type = "A"): Promise<number> => rcodeOf(await ask(s.udpPort, name, type));
+const rcode = async (name: string, type = "A"): Promise<number> => rcodeOf(await query(s.udpPort, name, type));
 
 beforeAll(async () => {
   s = await startSluice(
@@ -64,7 +64,7 @@ test("inline addresses, file rules and nested sets all match", async () => {
 test("reload picks up the edited file", async () => {
   writeFileSync(join(s.dir, "lan.txt"), "10.0.0.0/8\n");
   await lan().reload?.();
-  const out = await ask(s.udpPort, "out.test", "A");
+  const out = await query(s.udpPort, "out.test", "A");
   expect(rcodeOf(out)).toBe(0);
   expect(answerIps(out)).toEqual(["203.0.113.7"]);
   expect(await rcode("v6.test", "AAAA")).toBe(0);

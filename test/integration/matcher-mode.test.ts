@@ -2,7 +2,7 @@
 // applied before each reference's own negation, switched while the service runs (no reload), timed
 // modes that return to normal by themselves, and a reload that resets every mode.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 let s: RunningSluice;
@@ -38,7 +38,7 @@ afterAll(() => s.stop());
 async function branches(): Promise<number[]> {
   const out: number[] = [];
   for (const [name, type] of [["ads.test", "A"], ["other.test", "A"], ["ads.test", "AAAA"], ["other.test", "AAAA"]]) {
-    out.push(rcodeOf(await ask(s.udpPort, name, type)));
+    out.push(rcodeOf(await query(s.udpPort, name, type)));
   }
   return out;
 }

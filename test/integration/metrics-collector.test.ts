@@ -1,6 +1,6 @@
 // `metrics_collector` seen through the metrics scrape: totals, errors, in-flight, latency counters and histogram.
 import { afterEach, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, deadUdpPort, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -36,9 +36,9 @@ test("answered, unanswered and failed queries are counted; latency goes to the h
       - { matches: "qname domain:dead.example", exec: "forward 127.0.0.1:${dead}" }
       - exec: forward 127.0.0.1:${up.port}
 ${serversYaml()}`);
-  for (let i = 0; i < 3; i++) expect(rcodeOf(await ask(s.udpPort, `ok${i}.example`))).toBe(0);
-  expect(rcodeOf(await ask(s.udpPort, "none.example"))).toBe(0);
-  expect(rcodeOf(await ask(s.udpPort, "dead.example"))).toBe(2);
+  for (let i = 0; i < 3; i++) expect(rcodeOf(await query(s.udpPort, `ok${i}.example`))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "none.example"))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "dead.example"))).toBe(2);
   const text = await s.app.services.metrics.text();
   const labels = 'plugin_tag="mc",name="web"';
   expect(sample(text, `query_total{${labels}}`)).toBe(5);
@@ -70,8 +70,8 @@ test("string args and quick setup name the series; the default name is 'default'
       - exec: metrics_collector inner
       - exec: forward 127.0.0.1:${up.port}
 ${serversYaml()}`);
-  await ask(s.udpPort, "a.example");
-  await ask(s.udpPort, "b.example");
+  await query(s.udpPort, "a.example");
+  await query(s.udpPort, "b.example");
   const text = await s.app.services.metrics.text();
   expect(sample(text, 'query_total{plugin_tag="named",name="api"}')).toBe(2);
   expect(sample(text, 'query_total{plugin_tag="plain",name="default"}')).toBe(2);

@@ -6,7 +6,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { countryMmdb, geoipDat, geositeDat } from "../helpers/geodata.js";
@@ -114,10 +114,10 @@ test("promtool is installed (Debian package `prometheus`; CI installs it with ap
 
 test("a scrape after traffic through every metered plugin passes `promtool check metrics` with no output", async () => {
   for (const name of ["a.example", "a.example", "nas.home.arpa", "printer.lan", "bad.example", "old.example", "reload.lan"]) {
-    expect(rcodeOf(await ask(udpPort, name, "A")), name).not.toBe(2);
+    expect(rcodeOf(await query(udpPort, name, "A")), name).not.toBe(2);
   }
-  await ask(udpPort, "dual.example", "AAAA");
-  await ask(udpPort, "10.1.168.192.in-addr.arpa", "PTR");
+  await query(udpPort, "dual.example", "AAAA");
+  await query(udpPort, "10.1.168.192.in-addr.arpa", "PTR");
   await udpExchange(udpPort, Buffer.from(buildQuery("x.example").subarray(0, 14)), 500);
   expect((await fetch(`http://127.0.0.1:${apiPort}/api/plugins/jobs/jobs/fetch/run`, { method: "POST" })).status).toBe(202);
   await run.waitForLog((l) => l.msg === "cron run finished");

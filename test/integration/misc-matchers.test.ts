@@ -5,7 +5,7 @@ import { QTYPE } from "../../src/dns/constants.js";
 import { replyTo, type Message } from "../../src/dns/message.js";
 import { addressRecord, nameRdata } from "../../src/dns/rdata.js";
 import { PluginInitError } from "../../src/registry/runtime.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -27,7 +27,7 @@ async function refused(plugins: string): Promise<string> {
   return (err as Error).message;
 }
 
-const rcode = async (s: RunningSluice, name: string, type = "A"): Promise<number> => rcodeOf(await ask(s.udpPort, name, type));
+const rcode = async (s: RunningSluice, name: string, type = "A"): Promise<number> => rcodeOf(await query(s.udpPort, name, type));
 
 /** Upstream: a CNAME alone, a CNAME chain ending in an A, a plain A, and NODATA for AAAA. */
 function upstreamReply(q: Message): Message {

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { httpGet, HttpError } from "../../src/net/http-get.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -71,7 +71,7 @@ const lastError = async (index: number): Promise<string | null> =>
 describe("a download item's redirects", () => {
   test("to the management API's cache flush route: refused, and the cache keeps its entries", async () => {
     const names = Array.from({ length: 20 }, (_, i) => `n${i}.example`);
-    for (const n of names) expect(rcodeOf(await ask(s.port("udp"), n))).toBe(0);
+    for (const n of names) expect(rcodeOf(await query(s.port("udp"), n))).toBe(0);
     const before = await entries();
     const upstreamBefore = up.seen.length;
     expect(before).toBe(20);
@@ -83,7 +83,7 @@ describe("a download item's redirects", () => {
     expect(error).toMatch(/is this program's own management API; outbound requests never go there/);
 
     // Asked again: every name still answered from the cache (the upstream sees nothing new).
-    for (const n of names) expect(rcodeOf(await ask(s.port("udp"), n))).toBe(0);
+    for (const n of names) expect(rcodeOf(await query(s.port("udp"), n))).toBe(0);
     const after = await entries();
     expect(after).toBe(20);
     expect(up.seen.length).toBe(upstreamBefore);

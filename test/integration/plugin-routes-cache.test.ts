@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { QTYPE, RCODE } from "../../src/dns/constants.js";
 import { decodeMessage, type Message } from "../../src/dns/message.js";
-import { answerIps, ask, buildQuery, rcodeOf, udpBurst, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, udpBurst, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { asked, negative, sleep } from "./cache-helpers.js";
@@ -125,10 +125,10 @@ test("cursor paging over 1 000 entries visits each exactly once while names are 
     cursor = p.next_cursor;
     // Between pages: five new names stored, five old ones answered from the cache again.
     for (let k = 0; k < 5; k++) {
-      await ask(s.udpPort, `new${pages}-${k}.page.test`);
+      await query(s.udpPort, `new${pages}-${k}.page.test`);
       added++;
       const old = names[(pages * 131 + k * 17) % 1000];
-      expect(answerIps(await ask(s.udpPort, old))).toEqual([ipFor(old)]);
+      expect(answerIps(await query(s.udpPort, old))).toEqual([ipFor(old)]);
     }
   } while (cursor !== null);
 
@@ -181,8 +181,8 @@ test("entries, DELETE entries/<id> and load_dump answer every status code with t
   }
   // The deleted entry is really gone: the next query goes upstream; the others are still hits.
   const before = asked(up, "b.codes.test");
-  await ask(s.udpPort, "b.codes.test");
-  await ask(s.udpPort, "a.codes.test");
+  await query(s.udpPort, "b.codes.test");
+  await query(s.udpPort, "a.codes.test");
   expect(asked(up, "b.codes.test")).toBe(before + 1);
   expect(asked(up, "a.codes.test")).toBe(1);
 
@@ -212,8 +212,8 @@ test("a row carries every field with the values the stored answer implies", asyn
   const plain = buildQuery("Shape.Test", "A", { dnssecOk: true, id: 7 });
   plain[3] |= 0x10;
   expect(await udpExchange(s.udpPort, plain)).not.toBeNull();
-  expect((await ask(s.udpPort, "six.shape.test", "AAAA")).answers).toHaveLength(2);
-  expect(rcodeOf(await ask(s.udpPort, "nx.shape.test"))).toBe(RCODE.NXDOMAIN);
+  expect((await query(s.udpPort, "six.shape.test", "AAAA")).answers).toHaveLength(2);
+  expect(rcodeOf(await query(s.udpPort, "nx.shape.test"))).toBe(RCODE.NXDOMAIN);
   const stored = Date.now();
 
   const p = await page("?qname=shape.test");
@@ -291,7 +291,7 @@ test("dump → flush → load_dump serves the same names from the cache; flush i
 
   // Every name is answered again, correctly, and the upstream hears of none of them.
   const seen = up.seen.length;
-  for (const n of names) expect(answerIps(await ask(s.udpPort, n))).toEqual([ipFor(n)]);
+  for (const n of names) expect(answerIps(await query(s.udpPort, n))).toEqual([ipFor(n)]);
   expect(up.seen.length).toBe(seen);
 
   // GET changes nothing: 405 naming the method to use, and every entry is still served from the cache.
@@ -302,6 +302,6 @@ test("dump → flush → load_dump serves the same names from the cache; flush i
   expect((await page("")).total_entries).toBe(20);
   const postFlush = await call("/api/plugins/c/flush", { method: "POST" });
   expect([postFlush.status, postFlush.json]).toEqual([200, { ok: true, cleared_entries: 20 }]);
-  await ask(s.udpPort, names[0]);
+  await query(s.udpPort, names[0]);
   expect(up.seen.length).toBe(seen + 1);
 });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
 import { decodeMessage } from "../../src/dns/message.js";
 import { createCatalog } from "../../src/plugins/catalog.js";
-import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -82,7 +82,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15
   }
 }
 
-const rcode = async (name: string): Promise<number> => rcodeOf(await ask(s.udpPort, name, "A", { timeoutMs: 5000 }));
+const rcode = async (name: string): Promise<number> => rcodeOf(await query(s.udpPort, name, "A", { timeoutMs: 5000 }));
 
 interface ActorRow {
   id: string;
@@ -159,7 +159,7 @@ test("reload_provider in a pipeline and an API reload never run together: whiche
 });
 
 test("reverse_lookup: a hit is the text/plain FQDN, a miss an empty 200, a missing or bad ip 400 invalid_ip", async () => {
-  expect(answerIps(await ask(s.udpPort, "Host.RL.test"))).toEqual(["192.0.2.55", "2001:db8::55"]);
+  expect(answerIps(await query(s.udpPort, "Host.RL.test"))).toEqual(["192.0.2.55", "2001:db8::55"]);
   for (const ip of ["192.0.2.55", "2001:db8::55", "2001:DB8:0:0:0:0:0:55", "::ffff:192.0.2.55"]) {
     const hit = await call(`/api/plugins/rl?ip=${encodeURIComponent(ip)}`);
     expect([hit.status, hit.type, hit.text], ip).toEqual([200, "text/plain; charset=utf-8", "host.rl.test."]);
@@ -226,7 +226,7 @@ test("no GET plugin route changes state: GET on a state-changing route answers 4
   for (const def of createCatalog("full").definitions()) {
     for (const route of def.control?.routes ?? []) expect(route.method === "GET" && route.changesState === true, `${def.type} ${route.path}`).toBe(false);
   }
-  await ask(s.udpPort, "kept.other.test");
+  await query(s.udpPort, "kept.other.test");
   const entriesBefore = (await call("/api/plugins/x/entries")).json.total_entries as number;
   const reloadsBefore = (await call("/api/plugins/big/reload/status")).json.reloads as number;
   expect(entriesBefore).toBeGreaterThan(0);
@@ -298,7 +298,7 @@ test("a reload that removes x and m and adds y and n: their routes go and come, 
     const r = await call(path, { method, body: method === "POST" ? "{}" : undefined });
     expect([r.status, r.json.code], `${method} ${path}`).toEqual([404, "plugin_route_not_found"]);
   }
-  await ask(s.udpPort, "cached.other.test");
+  await query(s.udpPort, "cached.other.test");
   const entries = await call("/api/plugins/y/entries?qname=cached.other");
   expect([entries.status, (entries.json.entries as { domain: string }[]).map((e) => e.domain)]).toEqual([200, ["cached.other.test"]]);
   expect((await call("/api/plugins/n/status")).json).toEqual({ ok: true, matcher: "n", mode: "normal", until_ms: null });

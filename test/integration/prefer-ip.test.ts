@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { QTYPE, RCODE, typeName } from "../../src/dns/constants.js";
 import type { Message } from "../../src/dns/message.js";
 import { syntheticSoa } from "../../src/dns/rdata.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -61,7 +61,7 @@ const isEmptyNoerror = (m: Message): boolean => rcodeOf(m) === RCODE.NOERROR && 
 
 test("prefer_ipv4: AAAA for a dual-stack name is answered empty; the upstream got the AAAA and an A probe", async () => {
   askedUpstream();
-  const m = await ask(s.udpPort, "dual.p4.test", "AAAA");
+  const m = await query(s.udpPort, "dual.p4.test", "AAAA");
   expect(isEmptyNoerror(m)).toBe(true);
   expect(m.questions[0]).toMatchObject({ name: "dual.p4.test", type: QTYPE.AAAA });
   // A placeholder SOA lets the client cache the absence for a while.
@@ -71,40 +71,40 @@ test("prefer_ipv4: AAAA for a dual-stack name is answered empty; the upstream go
 
 test("prefer_ipv4: the second time the answer comes from the cache, with no upstream query at all", async () => {
   askedUpstream();
-  const m = await ask(s.tcpPort, "dual.p4.test", "AAAA", { tcp: true });
+  const m = await query(s.tcpPort, "dual.p4.test", "AAAA", { tcp: true });
   expect(isEmptyNoerror(m)).toBe(true);
   expect(askedUpstream()).toEqual([]);
 });
 
 test("prefer_ipv4: A queries pass through, and an A answer teaches the cache", async () => {
   askedUpstream();
-  expect(answerIps(await ask(s.udpPort, "dual.learn.p4.test", "A"))).toEqual(["192.0.2.1"]);
+  expect(answerIps(await query(s.udpPort, "dual.learn.p4.test", "A"))).toEqual(["192.0.2.1"]);
   expect(askedUpstream()).toEqual(["dual.learn.p4.test A"]);
-  expect(isEmptyNoerror(await ask(s.udpPort, "dual.learn.p4.test", "AAAA"))).toBe(true);
+  expect(isEmptyNoerror(await query(s.udpPort, "dual.learn.p4.test", "AAAA"))).toBe(true);
   expect(askedUpstream()).toEqual([]);
 });
 
 test("prefer_ipv4: a name with no IPv4 keeps its AAAA answer, and later AAAA queries are not probed again", async () => {
   askedUpstream();
-  expect(answerIps(await ask(s.udpPort, "v6only.p4.test", "AAAA"))).toEqual(["2001:db8::1"]);
+  expect(answerIps(await query(s.udpPort, "v6only.p4.test", "AAAA"))).toEqual(["2001:db8::1"]);
   expect(askedUpstream()).toEqual(["v6only.p4.test A", "v6only.p4.test AAAA"]);
-  expect(answerIps(await ask(s.udpPort, "v6only.p4.test", "AAAA"))).toEqual(["2001:db8::1"]);
+  expect(answerIps(await query(s.udpPort, "v6only.p4.test", "AAAA"))).toEqual(["2001:db8::1"]);
   expect(askedUpstream()).toEqual(["v6only.p4.test AAAA"]);
 });
 
 test("prefer_ipv6 is the mirror: A for a dual-stack name is empty, A for an IPv4-only name is answered", async () => {
   askedUpstream();
-  expect(isEmptyNoerror(await ask(s.udpPort, "dual.p6.test", "A"))).toBe(true);
+  expect(isEmptyNoerror(await query(s.udpPort, "dual.p6.test", "A"))).toBe(true);
   expect(askedUpstream()).toEqual(["dual.p6.test A", "dual.p6.test AAAA"]);
-  expect(isEmptyNoerror(await ask(s.udpPort, "dual.p6.test", "A"))).toBe(true);
+  expect(isEmptyNoerror(await query(s.udpPort, "dual.p6.test", "A"))).toBe(true);
   expect(askedUpstream()).toEqual([]);
-  expect(answerIps(await ask(s.udpPort, "v4only.p6.test", "A"))).toEqual(["192.0.2.1"]);
-  expect(answerIps(await ask(s.udpPort, "dual.p6.test", "AAAA"))).toEqual(["2001:db8::1"]);
+  expect(answerIps(await query(s.udpPort, "v4only.p6.test", "A"))).toEqual(["192.0.2.1"]);
+  expect(answerIps(await query(s.udpPort, "dual.p6.test", "AAAA"))).toEqual(["2001:db8::1"]);
 });
 
 test("other query types go upstream once, without a probe", async () => {
   askedUpstream();
-  const m = await ask(s.udpPort, "dual.p4.test", "MX");
+  const m = await query(s.udpPort, "dual.p4.test", "MX");
   expect(rcodeOf(m)).toBe(0);
   expect(m.answers).toEqual([]);
   expect(askedUpstream()).toEqual(["dual.p4.test MX"]);
@@ -113,21 +113,21 @@ test("other query types go upstream once, without a probe", async () => {
 test("a probe slower than 500 ms does not hold the answer; once it lands, the cache has it", async () => {
   askedUpstream();
   const started = performance.now();
-  const m = await ask(s.udpPort, "slowa.p4.test", "AAAA");
+  const m = await query(s.udpPort, "slowa.p4.test", "AAAA");
   const took = performance.now() - started;
   expect(answerIps(m)).toEqual(["2001:db8::1"]);
   expect(took).toBeGreaterThanOrEqual(450);
   expect(took).toBeLessThan(SLOW_A_MS);
   await new Promise((r) => setTimeout(r, SLOW_A_MS - took + 200));
   askedUpstream();
-  expect(isEmptyNoerror(await ask(s.udpPort, "slowa.p4.test", "AAAA"))).toBe(true);
+  expect(isEmptyNoerror(await query(s.udpPort, "slowa.p4.test", "AAAA"))).toBe(true);
   expect(askedUpstream()).toEqual([]);
 });
 
 test("with cache: false every AAAA query probes again", async () => {
   askedUpstream();
-  expect(isEmptyNoerror(await ask(s.udpPort, "dual.nocache.test", "AAAA"))).toBe(true);
-  expect(isEmptyNoerror(await ask(s.udpPort, "dual.nocache.test", "AAAA"))).toBe(true);
+  expect(isEmptyNoerror(await query(s.udpPort, "dual.nocache.test", "AAAA"))).toBe(true);
+  expect(isEmptyNoerror(await query(s.udpPort, "dual.nocache.test", "AAAA"))).toBe(true);
   expect(askedUpstream()).toEqual(["dual.nocache.test A", "dual.nocache.test A", "dual.nocache.test AAAA", "dual.nocache.test AAAA"]);
 });
 

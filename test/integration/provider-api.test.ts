@@ -3,7 +3,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 let s: RunningSluice;
@@ -39,7 +39,7 @@ test("status shows the rules serving now; a reload after the file changed update
   writeFileSync(join(s.dir, "ads.txt"), "ads.example\ntracker.example\nnew.example\n");
   expect((await reload()).body).toMatchObject({ ok: true, provider: "ads", rules: 3 });
   expect((await status()).body).toEqual({ ok: true, provider: "ads", status: "idle", rules: 3, reloads: 1, failures: 0, last_error: null });
-  expect(answerIps(await ask(s.udpPort, "new.example"))).toEqual(["0.0.0.0"]);
+  expect(answerIps(await query(s.udpPort, "new.example"))).toEqual(["0.0.0.0"]);
 });
 
 test("a failed reload is counted with its error while the previous rules keep serving; a success clears the error", async () => {
@@ -48,7 +48,7 @@ test("a failed reload is counted with its error while the previous rules keep se
   const failed = (await status()).body;
   expect(failed).toMatchObject({ status: "idle", rules: 3, reloads: 1, failures: 1 });
   expect(failed.last_error).toContain("ads.txt:1");
-  expect(answerIps(await ask(s.udpPort, "new.example"))).toEqual(["0.0.0.0"]);
+  expect(answerIps(await query(s.udpPort, "new.example"))).toEqual(["0.0.0.0"]);
 
   writeFileSync(join(s.dir, "ads.txt"), "ads.example\n");
   expect((await reload()).status).toBe(200);

@@ -9,7 +9,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { formatLoad, startDnsLoad, type DnsLoadReport } from "../helpers/dns-load.js";
 import { rssMb, startChild, type ChildSluice } from "../helpers/proc.js";
 import { tempDir } from "../helpers/sluice.js";
@@ -88,7 +88,7 @@ test("reloading a 300 000-rule domain_set and ip_set keeps the longest DNS gap u
   writeFileSync(join(dir, "block.txt"), domainList(1, "first.test"));
   writeFileSync(join(dir, "nets.txt"), ipList(1));
   for (const tag of ["blocklist", "nets"]) expect((await fetch(`${child.apiUrl}/api/plugins/${tag}/reload`, { method: "POST" })).status).toBe(200);
-  expect(rcodeOf(await ask(port, "first.test"))).toBe(3);
+  expect(rcodeOf(await query(port, "first.test"))).toBe(3);
   const before = rssMb(child.pid);
   const idle = await startDnsLoad(port, QPS);
   await new Promise((r) => setTimeout(r, 1500));
@@ -109,11 +109,11 @@ test("reloading a 300 000-rule domain_set and ip_set keeps the longest DNS gap u
       expect(r.load.lost).toBeLessThanOrEqual(Math.ceil(r.load.sent * 0.01));
       if (tag === "blocklist") {
         // The new rules serve: this version's marker is blocked, the previous one's no longer.
-        expect(rcodeOf(await ask(port, `marker${version}.test`))).toBe(3);
-        expect(rcodeOf(await ask(port, version === 2 ? "first.test" : `marker${version - 1}.test`))).toBe(0);
-        expect(rcodeOf(await ask(port, `v${version}-host12.filler.example`))).toBe(3);
-        expect(rcodeOf(await ask(port, `a.v${version}-zone600.filler.example`))).toBe(3);
-        expect(rcodeOf(await ask(port, `v${version - 1}-host12.filler.example`))).toBe(0);
+        expect(rcodeOf(await query(port, `marker${version}.test`))).toBe(3);
+        expect(rcodeOf(await query(port, version === 2 ? "first.test" : `marker${version - 1}.test`))).toBe(0);
+        expect(rcodeOf(await query(port, `v${version}-host12.filler.example`))).toBe(3);
+        expect(rcodeOf(await query(port, `a.v${version}-zone600.filler.example`))).toBe(3);
+        expect(rcodeOf(await query(port, `v${version - 1}-host12.filler.example`))).toBe(0);
       }
       results[tag].push(r.load.longestGapMs);
       if (r.load.longestGapMs < MAX_GAP_MS) break;

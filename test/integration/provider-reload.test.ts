@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { decodeMessage } from "../../src/dns/message.js";
 import type { ProviderPlugin } from "../../src/registry/types.js";
-import { ask, buildQuery, rcodeOf, udpBurst } from "../helpers/dns.js";
+import { query, buildQuery, rcodeOf, udpBurst } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const list = (names: string[]): string => Array.from({ length: 150_000 }, (_, i) => `full:filler${i}.test`).concat(names).join("\n") + "\n";
@@ -29,8 +29,8 @@ ${serversYaml()}
 afterAll(() => s.stop());
 
 test("editing the file and reloading the provider changes answers; 1 000 queries during the reload are all answered", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "old.test"))).toBe(3);
-  expect(rcodeOf(await ask(s.udpPort, "new.test"))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "old.test"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "new.test"))).toBe(0);
   const runtimeBefore = s.app.runtime;
 
   writeFileSync(join(s.dir, "block.txt"), list(["new.test"]));
@@ -51,7 +51,7 @@ test("editing the file and reloading the provider changes answers; 1 000 queries
     // filler names are blocked in both the old and the new list; stable.test in neither
     expect(rcodeOf(m)).toBe(id % 2 === 1 ? 0 : 3);
   }
-  expect(rcodeOf(await ask(s.udpPort, "new.test"))).toBe(3);
-  expect(rcodeOf(await ask(s.udpPort, "old.test"))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "new.test"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "old.test"))).toBe(0);
   expect(s.app.runtime).toBe(runtimeBefore); // no full reload happened
 });

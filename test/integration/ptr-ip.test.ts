@@ -1,6 +1,6 @@
 // `ptr_ip` seen from a client: PTR questions for in-addr.arpa / ip6.arpa names matched as addresses.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 let s: RunningSluice;
@@ -21,7 +21,7 @@ ${serversYaml()}
 });
 afterAll(() => s.stop());
 
-const rcode = async (name: string, type = "PTR"): Promise<number> => rcodeOf(await ask(s.udpPort, name, type));
+const rcode = async (name: string, type = "PTR"): Promise<number> => rcodeOf(await query(s.udpPort, name, type));
 const v6Reverse = (hex32: string): string => `${[...hex32].reverse().join(".")}.ip6.arpa`;
 
 test("IPv4 and IPv6 reverse names decode to addresses that match", async () => {

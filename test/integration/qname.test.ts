@@ -1,7 +1,7 @@
 // `qname` seen from a client: every rule kind inline, rules from a file, domain_set providers,
 // regexps containing commas and spaces, declared matchers, and errors reported at startup.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 let s: RunningSluice;
@@ -31,7 +31,7 @@ ${serversYaml()}
 });
 afterAll(() => s.stop());
 
-const rcode = async (name: string): Promise<number> => rcodeOf(await ask(s.udpPort, name, "A"));
+const rcode = async (name: string): Promise<number> => rcodeOf(await query(s.udpPort, name, "A"));
 
 test("full: and domain: rules in one quick setup, split on the comma", async () => {
   expect(await rcode("exact.test")).toBe(3);

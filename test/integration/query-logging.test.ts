@@ -1,7 +1,7 @@
 // `query_summary` and `debug_print` seen in the log: one info summary per query; decoded messages at debug.
 import { afterEach, expect, test } from "vitest";
 import { replyTo } from "../../src/dns/message.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, deadUdpPort, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -37,9 +37,9 @@ test("query_summary logs one info line per query with name, type, client, rcode 
       - { matches: "qname domain:dead.example", exec: "forward 127.0.0.1:${dead}" }
       - exec: forward 127.0.0.1:${up.port}
 ${serversYaml()}`);
-  await ask(s.udpPort, "Host.Example", "AAAA");
-  await ask(s.udpPort, "nx.example", "A");
-  expect(rcodeOf(await ask(s.udpPort, "dead.example", "A"))).toBe(2);
+  await query(s.udpPort, "Host.Example", "AAAA");
+  await query(s.udpPort, "nx.example", "A");
+  expect(rcodeOf(await query(s.udpPort, "dead.example", "A"))).toBe(2);
   const lines = s.logs.filter((l) => l.msg === "dns query");
   expect(lines).toHaveLength(3);
   expect(lines.every((l) => l.level === INFO && l.target === "plugin:summary")).toBe(true);
@@ -61,7 +61,7 @@ test("query_summary quick setup and the default title", async () => {
       - exec: query_summary inner title
       - exec: reject 5
 ${serversYaml()}`);
-  await ask(s.udpPort, "x.example", "TXT");
+  await query(s.udpPort, "x.example", "TXT");
   const plain = s.logs.filter((l) => l.msg === "query summary");
   const inner = s.logs.filter((l) => l.msg === "inner title");
   expect(plain).toHaveLength(1);
@@ -83,7 +83,7 @@ test("debug_print logs the decoded request and the current response at debug lev
       - exec: forward 127.0.0.1:${up.port}
       - exec: debug_print after forward
 ${serversYaml()}`);
-  await ask(s.udpPort, "Www.Example", "A", { edns: 1232 });
+  await query(s.udpPort, "Www.Example", "A", { edns: 1232 });
   const before = s.logs.find((l) => l.msg === "before forward");
   const after = s.logs.find((l) => l.msg === "after forward");
   expect(before?.level).toBe(DEBUG);

@@ -13,7 +13,7 @@ import Database from "better-sqlite3";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { ask as askDns, rcodeOf } from "../helpers/dns.js";
+import { query as dnsQuery, rcodeOf } from "../helpers/dns.js";
 import { PostgresServer, requirePostgres } from "../helpers/postgres.js";
 import { RedisServer } from "../helpers/redis.js";
 import { isHeartbeat, openSse, type SseFrame } from "../helpers/sse.js";
@@ -44,7 +44,7 @@ plugins:
 ${serversYaml()}`;
 
 const pgArgs = (schema = "lab"): string => `postgres: { url: "${server.url()}", schema: ${schema}, connect_timeout_ms: 1000 }`;
-const ask = async (s: RunningSluice, name: string): Promise<number> => rcodeOf(await askDns(s.port("udp"), name, "A"));
+const ask = async (s: RunningSluice, name: string): Promise<number> => rcodeOf(await dnsQuery(s.port("udp"), name, "A"));
 const names = (records: RecordJson[]): string[] => records.map((r) => r.questions_json[0]?.name ?? "").sort();
 /** Waits until `s` reads at least `n` records matching `query`. */
 const seen = (s: RunningSluice, n: number, query = ""): Promise<RecordJson[]> =>

@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { openSse } from "../helpers/sse.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -52,8 +52,8 @@ const actors = async (): Promise<ActorRow[]> => ((await (await s.api("/api/actor
 
 test("each quick-setup instance is an actor under its parent plugin's actor, and a reload that removes them leaves none", async () => {
   // The instances the actors stand for answer queries.
-  expect(answerIps(await ask(s.udpPort, "x.test"))).toEqual(["192.0.2.7"]);
-  expect(rcodeOf(await ask(s.udpPort, "a.blocked.test"))).toBe(3);
+  expect(answerIps(await query(s.udpPort, "x.test"))).toEqual(["192.0.2.7"]);
+  expect(rcodeOf(await query(s.udpPort, "a.blocked.test"))).toBe(3);
 
   const g = s.app.generation;
   const main = `runtime:${g}/plugin:main`;
@@ -85,5 +85,5 @@ test("each quick-setup instance is an actor under its parent plugin's actor, and
   }
   expect(after.filter((a) => a.id.includes("/quick:"))).toEqual([]);
   expect(after.find((a) => a.id === `runtime:${g + 1}/plugin:main`)).toMatchObject({ state: "ready", context: { quick: [] } });
-  expect(answerIps(await ask(s.udpPort, "x.test"))).toEqual(["192.0.2.7"]);
+  expect(answerIps(await query(s.udpPort, "x.test"))).toEqual(["192.0.2.7"]);
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { FLAG, QTYPE, RCODE } from "../../src/dns/constants.js";
 import type { Message } from "../../src/dns/message.js";
 import { rdataName, syntheticSoa } from "../../src/dns/rdata.js";
-import { answerIps, ask, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -73,7 +73,7 @@ afterAll(async () => {
 
 test("the upstream is asked the target; the client sees its own question, the CNAME first, then the target's records", async () => {
   askedUpstream();
-  const m = await ask(s.udpPort, "old.test", "A");
+  const m = await query(s.udpPort, "old.test", "A");
   expect(askedUpstream()).toEqual(["target.test"]);
   expect(rcodeOf(m)).toBe(0);
   expect(m.questions).toEqual([{ name: "old.test", type: QTYPE.A, class: 1 }]);
@@ -96,8 +96,8 @@ test("rewrites are counted per plugin", async () => {
     return Number(/^redirect_total\{plugin_tag="rd"\} (\d+)$/m.exec(text)?.[1] ?? 0);
   };
   const before = await count();
-  await ask(s.udpPort, "old.test", "A");
-  await ask(s.udpPort, "unrelated.test", "A");
+  await query(s.udpPort, "old.test", "A");
+  await query(s.udpPort, "unrelated.test", "A");
   expect((await count()) - before).toBe(1);
 });
 
@@ -110,20 +110,20 @@ test("an independent decoder reads the same ordered chain (over TCP too)", async
     "target.test A 192.0.2.10",
     "target.test A 192.0.2.11",
   ]);
-  const t = await ask(s.tcpPort, "file.test", "A", { tcp: true });
+  const t = await query(s.tcpPort, "file.test", "A", { tcp: true });
   expect(t.answers[0].type).toBe(QTYPE.CNAME);
 });
 
 test("the client's spelling of the name is kept in the question and the CNAME owner", async () => {
-  const m = await ask(s.udpPort, "OLD.Test", "A");
+  const m = await query(s.udpPort, "OLD.Test", "A");
   expect(m.questions[0].name).toBe("OLD.Test");
   expect(m.answers[0].name).toBe("OLD.Test");
 });
 
 test("the most specific rule wins: full: over domain:", async () => {
   askedUpstream();
-  const sub = await ask(s.udpPort, "sub.wild.test", "A");
-  const deep = await ask(s.udpPort, "a.b.wild.test", "A");
+  const sub = await query(s.udpPort, "sub.wild.test", "A");
+  const deep = await query(s.udpPort, "a.b.wild.test", "A");
   expect(askedUpstream()).toEqual(["other.test", "target.test"]);
   expect(rdataName(sub.answers[0].data)).toBe("other.test");
   expect(sub.answers[0].ttl).toBe(30);
@@ -132,7 +132,7 @@ test("the most specific rule wins: full: over domain:", async () => {
 });
 
 test("NXDOMAIN for the target keeps the CNAME (RFC 6604), with the negative-caching TTL", async () => {
-  const m = await ask(s.udpPort, "gone.test", "A");
+  const m = await query(s.udpPort, "gone.test", "A");
   expect(rcodeOf(m)).toBe(RCODE.NXDOMAIN);
   expect(m.questions[0].name).toBe("gone.test");
   expect(m.answers.map((r) => r.type)).toEqual([QTYPE.CNAME]);
@@ -141,25 +141,25 @@ test("NXDOMAIN for the target keeps the CNAME (RFC 6604), with the negative-cach
 });
 
 test("a failure answer gets its question back but no CNAME", async () => {
-  const refused = await ask(s.udpPort, "deny.test", "A");
+  const refused = await query(s.udpPort, "deny.test", "A");
   expect(rcodeOf(refused)).toBe(RCODE.REFUSED);
   expect(refused.questions[0].name).toBe("deny.test");
   expect(refused.answers).toEqual([]);
   // The upstream never answers: the SERVFAIL the server builds names the client's question.
-  const failed = await ask(s.udpPort, "hang.test", "A");
+  const failed = await query(s.udpPort, "hang.test", "A");
   expect(rcodeOf(failed)).toBe(RCODE.SERVFAIL);
   expect(failed.questions[0].name).toBe("hang.test");
 });
 
 test("names without a rule, and other classes, go upstream unchanged", async () => {
   askedUpstream();
-  const m = await ask(s.udpPort, "elsewhere.test", "A");
+  const m = await query(s.udpPort, "elsewhere.test", "A");
   expect(askedUpstream()).toEqual(["elsewhere.test"]);
   expect(m.answers.map((r) => r.type)).toEqual([QTYPE.A]);
-  await ask(s.udpPort, "old.test", "TXT", { qclass: 3 });
+  await query(s.udpPort, "old.test", "TXT", { qclass: 3 });
   expect(askedUpstream()).toEqual(["old.test"]);
   // Only exactly `full:old.test`: a subdomain is not redirected.
-  await ask(s.udpPort, "www.old.test", "A");
+  await query(s.udpPort, "www.old.test", "A");
   expect(askedUpstream()).toEqual(["www.old.test"]);
 });
 

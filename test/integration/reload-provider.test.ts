@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
 import { ConfigError } from "../../src/config/diagnostics.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -18,7 +18,7 @@ async function sluice(yaml: string, files: Record<string, string>): Promise<Runn
   return s;
 }
 
-const rcode = async (s: RunningSluice, name: string): Promise<number> => rcodeOf(await ask(s.udpPort, name));
+const rcode = async (s: RunningSluice, name: string): Promise<number> => rcodeOf(await query(s.udpPort, name));
 const metric = async (s: RunningSluice, name: string): Promise<number> => {
   const text = await s.app.services.metrics.text();
   return Number(new RegExp(`^${name}\\{plugin_tag="qs\\.exec\\.main\\.0\\.reload_provider"\\} (\\d+)`, "m").exec(text)?.[1] ?? NaN);

@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { decodeMessage } from "../../src/dns/message.js";
-import { answerIps, ask, buildQuery } from "../helpers/dns.js";
+import { answerIps, query, buildQuery } from "../helpers/dns.js";
 import { apiYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const config = (answer: string): string => apiYaml(`black_hole ${answer}`);
@@ -157,8 +157,8 @@ test("20 reloads under UDP and TCP load: every query answered; broken reloads ke
       expect(status.last_error).toBeNull();
     }
     // Whatever happened, the configuration that last loaded fine is what answers.
-    expect(answerIps(await ask(udpPort, "check.test"))).toEqual([serving]);
-    expect(answerIps(await ask(tcpPort, "check.test", "A", { tcp: true }))).toEqual([serving]);
+    expect(answerIps(await query(udpPort, "check.test"))).toEqual([serving]);
+    expect(answerIps(await query(tcpPort, "check.test", "A", { tcp: true }))).toEqual([serving]);
     await new Promise((r) => setTimeout(r, 30)); // let the load run a little between reloads
   }
   const [u, t] = await Promise.all([udp.stop(), tcp.stop()]);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { QTYPE } from "../../src/dns/constants.js";
 import { replyTo, type Message } from "../../src/dns/message.js";
 import { nameRdata } from "../../src/dns/rdata.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -57,20 +57,20 @@ afterAll(async () => {
 });
 
 test("any matching answer address decides (IPv4, IPv6 from a file, IPv4-mapped)", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "a.test", "A"))).toBe(3);
-  expect(rcodeOf(await ask(s.udpPort, "c.test", "AAAA"))).toBe(3);
-  expect(rcodeOf(await ask(s.udpPort, "m.test", "AAAA"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "a.test", "A"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "c.test", "AAAA"))).toBe(3);
+  expect(rcodeOf(await query(s.udpPort, "m.test", "AAAA"))).toBe(3);
 });
 
 test("addresses after a CNAME are checked, here through an ip_set", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "cn.test", "A"))).toBe(4);
+  expect(rcodeOf(await query(s.udpPort, "cn.test", "A"))).toBe(4);
 });
 
 test("non-matching and empty answers pass; before forwarding there is no response to match", async () => {
-  const b = await ask(s.udpPort, "b.test", "A");
+  const b = await query(s.udpPort, "b.test", "A");
   expect(rcodeOf(b)).toBe(0);
   expect(answerIps(b)).toEqual(["203.0.113.9"]);
-  const empty = await ask(s.udpPort, "empty.test", "A");
+  const empty = await query(s.udpPort, "empty.test", "A");
   expect(rcodeOf(empty)).toBe(0);
   expect(empty.answers).toEqual([]);
 });

@@ -2,7 +2,7 @@
 // `main` routes each scenario by a private query type (TYPE65280 + i); A queries go to the
 // black_hole scenario. `report` turns the marks set so far into an rcode: exactly {1,2} → NXDOMAIN.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 const scenarios = [
@@ -120,26 +120,26 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-const rcode = async (n: (typeof scenarios)[number]): Promise<number> => rcodeOf(await ask(s.udpPort, "x.test", typeOf(n)));
+const rcode = async (n: (typeof scenarios)[number]): Promise<number> => rcodeOf(await query(s.udpPort, "x.test", typeOf(n)));
 
 test("jump resumes the caller after the child's return (marks 1 and 2, not 3)", async () => {
   expect(await rcode("jump_return")).toBe(3);
 });
 
 test("goto does not resume: the child's return ends the caller", async () => {
-  const m = await ask(s.udpPort, "x.test", typeOf("goto_return"));
+  const m = await query(s.udpPort, "x.test", typeOf("goto_return"));
   expect(rcodeOf(m)).toBe(0);
   expect(m.answers).toHaveLength(0);
 });
 
 test("goto ends the caller with the target's result even when the target simply runs out of rules", async () => {
-  const m = await ask(s.udpPort, "x.test", typeOf("goto_plain"));
+  const m = await query(s.udpPort, "x.test", typeOf("goto_plain"));
   expect(rcodeOf(m)).toBe(0);
   expect(m.answers).toHaveLength(0);
 });
 
 test("$child with return propagates Return: the caller ends too", async () => {
-  const m = await ask(s.udpPort, "x.test", typeOf("ref_return"));
+  const m = await query(s.udpPort, "x.test", typeOf("ref_return"));
   expect(rcodeOf(m)).toBe(0);
   expect(m.answers).toHaveLength(0);
 });
@@ -149,7 +149,7 @@ test("$child that runs to its end lets the caller continue", async () => {
 });
 
 test("accept inside a jumped child stops the caller", async () => {
-  const m = await ask(s.udpPort, "x.test", typeOf("jump_accept"));
+  const m = await query(s.udpPort, "x.test", typeOf("jump_accept"));
   expect(rcodeOf(m)).toBe(0);
   expect(m.answers).toHaveLength(0);
 });
@@ -159,7 +159,7 @@ test("reject inside a jumped child stops the caller; the default rcode is REFUSE
 });
 
 test("a short_circuit executor in a jumped child stops the caller", async () => {
-  const m = await ask(s.udpPort, "x.test", "A");
+  const m = await query(s.udpPort, "x.test", "A");
   expect(rcodeOf(m)).toBe(0);
   expect(answerIps(m)).toEqual(["192.0.2.7"]);
 });
@@ -174,7 +174,7 @@ test("qtype/qclass quick setups with names, numbers and negation", async () => {
 });
 
 test("rcode matcher reads the response an earlier rule set", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "x.test", "AAAA"))).toBe(2);
+  expect(rcodeOf(await query(s.udpPort, "x.test", "AAAA"))).toBe(2);
 });
 
 test("marks are ANDed and negated in matches", async () => {
@@ -187,7 +187,7 @@ test("has_resp is false before any response", async () => {
 
 test("any_match is an OR of its expressions", async () => {
   expect(await rcode("any")).toBe(5);
-  expect(rcodeOf(await ask(s.udpPort, "x.test", "MX"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "x.test", "MX"))).toBe(5);
 });
 
 test("_true and _false", async () => {
@@ -195,5 +195,5 @@ test("_true and _false", async () => {
 });
 
 test("a query no rule claims reaches the last rule", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "x.test", "TXT"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "x.test", "TXT"))).toBe(5);
 });

@@ -3,7 +3,7 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FLAG, QTYPE, RCODE } from "../../src/dns/constants.js";
 import { decodeMessage, encodeMessage } from "../../src/dns/message.js";
-import { answerIps, ask, buildQuery, rcodeOf, tcpExchange, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, rcodeOf, tcpExchange, udpExchange } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 
 // 40 sinkhole addresses: about 680 bytes of answer, more than 512.
@@ -46,7 +46,7 @@ describe("UDP truncation", () => {
   });
 
   test("with EDNS the client's advertised size is honoured", async () => {
-    const big = await ask(s.udpPort, "big.test", "A", { edns: 4096 });
+    const big = await query(s.udpPort, "big.test", "A", { edns: 4096 });
     expect(big.flags & FLAG.TC).toBe(0);
     expect(answerIps(big)).toHaveLength(40);
     expect(big.edns).not.toBeNull();
@@ -58,7 +58,7 @@ describe("UDP truncation", () => {
   });
 
   test("over TCP the same answer comes whole", async () => {
-    const m = await ask(s.tcpPort, "big.test", "A", { tcp: true });
+    const m = await query(s.tcpPort, "big.test", "A", { tcp: true });
     expect(m.flags & FLAG.TC).toBe(0);
     expect(answerIps(m)).toHaveLength(40);
   });
@@ -97,12 +97,12 @@ describe("malformed and unusual requests", () => {
   });
 
   test("EDNS version 1: BADVERS", async () => {
-    const m = await ask(s.udpPort, "x.test", "A", { edns: { version: 1 } });
+    const m = await query(s.udpPort, "x.test", "A", { edns: { version: 1 } });
     expect(rcodeOf(m)).toBe(RCODE.BADVERS);
   });
 
   test("no executor answered: empty NOERROR echoing the question", async () => {
-    const m = await ask(s.udpPort, "Mixed.Case.test", "NS");
+    const m = await query(s.udpPort, "Mixed.Case.test", "NS");
     expect(rcodeOf(m)).toBe(0);
     expect(m.answers).toHaveLength(0);
     expect(m.questions).toEqual([{ name: "Mixed.Case.test", type: QTYPE.NS, class: 1 }]);

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ConfigError } from "../../src/config/diagnostics.js";
 import { replyTo } from "../../src/dns/message.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -74,19 +74,19 @@ afterAll(async () => {
 });
 
 test.each(cases.map((c, i) => ({ ...c, i })))("string_exp $expr on $name → $hit", async (c) => {
-  const m = await ask(s.udpPort, c.name, c.type ?? "A");
+  const m = await query(s.udpPort, c.name, c.type ?? "A");
   expect(rcodeOf(m) === 5).toBe(c.hit);
 });
 
 test("the list form joins its items into one expression", async () => {
-  expect(rcodeOf(await ask(s.udpPort, "a.listed.test"))).toBe(4);
-  expect(rcodeOf(await ask(s.udpPort, "a.unlisted.test"))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "a.listed.test"))).toBe(4);
+  expect(rcodeOf(await query(s.udpPort, "a.unlisted.test"))).toBe(0);
 });
 
 test("the environment is read once, at start-up", async () => {
   process.env.SLUICE_STRING_EXP = "red";
-  expect(rcodeOf(await ask(s.udpPort, "k26z.example.test"))).toBe(5);
-  expect(rcodeOf(await ask(s.udpPort, "k27z.example.test"))).toBe(0);
+  expect(rcodeOf(await query(s.udpPort, "k26z.example.test"))).toBe(5);
+  expect(rcodeOf(await query(s.udpPort, "k27z.example.test"))).toBe(0);
   process.env.SLUICE_STRING_EXP = "blue";
 });
 

@@ -5,7 +5,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
-import { ask, buildQuery, rcodeOf } from "../helpers/dns.js";
+import { query, buildQuery, rcodeOf } from "../helpers/dns.js";
 import { metricValue, rssMb, startChild, type ChildSluice } from "../helpers/proc.js";
 import { framed } from "../helpers/tcp-client.js";
 
@@ -35,13 +35,13 @@ test("a client that never reads its answers is paused, then closed; memory stays
   const tcpPort = child.port("tcp");
   const udpPort = child.port("udp");
   // Warm up (JIT, buffers, the answer path) so the baseline is the steady state.
-  for (let i = 0; i < 50; i++) await ask(tcpPort, "big.test", "A", { tcp: true });
+  for (let i = 0; i < 50; i++) await query(tcpPort, "big.test", "A", { tcp: true });
   await sleep(500);
   const before = rssMb(child.pid);
 
-  const query = framed(buildQuery("big.test", "A", { id: 7 }));
-  const count = Math.ceil((5 * 1024 * 1024) / query.length);
-  const flood = Buffer.concat(Array.from({ length: count }, () => query));
+  const packet = framed(buildQuery("big.test", "A", { id: 7 }));
+  const count = Math.ceil((5 * 1024 * 1024) / packet.length);
+  const flood = Buffer.concat(Array.from({ length: count }, () => packet));
   let peak = before;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(child.pid))), 50);
 
@@ -59,7 +59,7 @@ test("a client that never reads its answers is paused, then closed; memory stays
       for (const tcp of [false, true]) {
         const t0 = Date.now();
         try {
-          const m = await ask(tcp ? tcpPort : udpPort, `other${n}.test`, "MX", { tcp, timeoutMs: 1000 });
+          const m = await query(tcp ? tcpPort : udpPort, `other${n}.test`, "MX", { tcp, timeoutMs: 1000 });
           if (rcodeOf(m) !== RCODE.REFUSED) failures.push(`rcode ${rcodeOf(m)}`);
           latencies.push(Date.now() - t0);
         } catch (err) {

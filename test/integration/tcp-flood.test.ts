@@ -4,7 +4,7 @@
 // frame_timeout, and a silent one by idle_timeout.
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { RCODE } from "../../src/dns/constants.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { metricValue, openFds, startChild, type ChildSluice } from "../helpers/proc.js";
 import { RawTcp } from "../helpers/tcp-client.js";
 
@@ -60,7 +60,7 @@ test("1 100 idle connections: new TCP queries and the API are still answered; co
   while (floodDone === 0 || Date.now() - floodDone < 1000) {
     const t0 = Date.now();
     try {
-      const m = await ask(tcpPort, "fresh.test", "A", { tcp: true, timeoutMs: 1000 });
+      const m = await query(tcpPort, "fresh.test", "A", { tcp: true, timeoutMs: 1000 });
       if (rcodeOf(m) !== RCODE.NOERROR || answerIps(m)[0] !== "10.0.0.1") failures.push("wrong DNS answer");
       const health = await fetch(`${child.apiUrl}/api/health`, { signal: AbortSignal.timeout(1000) });
       if (health.status !== 200) failures.push(`health ${health.status}`);

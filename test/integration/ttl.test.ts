@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { QTYPE } from "../../src/dns/constants.js";
 import type { Message, ResourceRecord } from "../../src/dns/message.js";
 import { addressRecord, syntheticSoa } from "../../src/dns/rdata.js";
-import { answerIps, ask, rcodeOf } from "../helpers/dns.js";
+import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
@@ -65,11 +65,11 @@ afterAll(async () => {
 
 describe("ttl", () => {
   test("without ttl the upstream TTLs come through as sent", async () => {
-    expect(ttls(await ask(s.udpPort, "plain.test", "A"))).toEqual([[5, 300, 100_000, 0x9000_0000], [7], [50]]);
+    expect(ttls(await query(s.udpPort, "plain.test", "A"))).toEqual([[5, 300, 100_000, 0x9000_0000], [7], [50]]);
   });
 
   test("`ttl 42` sets every record in all three sections, and leaves OPT alone", async () => {
-    const m = await ask(s.udpPort, "fix.test", "A", { dnssecOk: true });
+    const m = await query(s.udpPort, "fix.test", "A", { dnssecOk: true });
     expect(ttls(m)).toEqual([[42, 42, 42, 42], [42], [42]]);
     expect(answerIps(m)).toEqual(["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"]);
     // The OPT pseudo-record's TTL field holds the DO bit and version; it is not a TTL.
@@ -78,27 +78,27 @@ describe("ttl", () => {
   });
 
   test("`ttl 60-600` clamps both ways; a TTL with the top bit set counts as 0 (RFC 2181)", async () => {
-    expect(ttls(await ask(s.tcpPort, "range.test", "A", { tcp: true }))).toEqual([[60, 300, 600, 60], [60], [60]]);
+    expect(ttls(await query(s.tcpPort, "range.test", "A", { tcp: true }))).toEqual([[60, 300, 600, 60], [60], [60]]);
   });
 
   test("`ttl 60-0` has no upper bound", async () => {
-    expect(ttls(await ask(s.udpPort, "nomax.test", "A"))).toEqual([[60, 300, 100_000, 60], [60], [60]]);
+    expect(ttls(await query(s.udpPort, "nomax.test", "A"))).toEqual([[60, 300, 100_000, 60], [60], [60]]);
   });
 
   test("object forms: min only, max only, and fix winning over min/max", async () => {
-    expect(ttls(await ask(s.udpPort, "min.test", "A"))).toEqual([[100, 300, 100_000, 100], [100], [100]]);
-    expect(ttls(await ask(s.udpPort, "max.test", "A"))).toEqual([[5, 60, 60, 0], [7], [50]]);
-    expect(ttls(await ask(s.udpPort, "wins.test", "A"))).toEqual([[10, 10, 10, 10], [10], [10]]);
+    expect(ttls(await query(s.udpPort, "min.test", "A"))).toEqual([[100, 300, 100_000, 100], [100], [100]]);
+    expect(ttls(await query(s.udpPort, "max.test", "A"))).toEqual([[5, 60, 60, 0], [7], [50]]);
+    expect(ttls(await query(s.udpPort, "wins.test", "A"))).toEqual([[10, 10, 10, 10], [10], [10]]);
   });
 
   test("a locally built answer (hosts, TTL 10) is rewritten too", async () => {
-    const m = await ask(s.udpPort, "local.test", "A");
+    const m = await query(s.udpPort, "local.test", "A");
     expect(answerIps(m)).toEqual(["198.51.100.8"]);
     expect(ttls(m)).toEqual([[3600], [], []]);
   });
 
   test("with no response yet, ttl does nothing and the client gets the empty NOERROR", async () => {
-    const m = await ask(s.udpPort, "early.test", "A");
+    const m = await query(s.udpPort, "early.test", "A");
     expect(rcodeOf(m)).toBe(0);
     expect(m.answers).toEqual([]);
   });
@@ -106,7 +106,7 @@ describe("ttl", () => {
 
 describe("drop_resp", () => {
   test("the upstream answer is dropped and the next rule answers instead", async () => {
-    const m = await ask(s.udpPort, "drop.test", "A");
+    const m = await query(s.udpPort, "drop.test", "A");
     expect(answerIps(m)).toEqual(["198.51.100.7"]);
     expect(m.answers[0].type).toBe(QTYPE.A);
     // The upstream was asked (drop_resp came after forward), but its answer did not reach the client.
@@ -114,6 +114,6 @@ describe("drop_resp", () => {
   });
 
   test("other names keep the upstream answer (has_resp stays true)", async () => {
-    expect(answerIps(await ask(s.udpPort, "plain.test", "A"))).toEqual(["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"]);
+    expect(answerIps(await query(s.udpPort, "plain.test", "A"))).toEqual(["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"]);
   });
 });

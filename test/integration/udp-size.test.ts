@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { FLAG } from "../../src/dns/constants.js";
 import { decodeMessage } from "../../src/dns/message.js";
-import { answerIps, ask, buildQuery, udpExchange } from "../helpers/dns.js";
+import { answerIps, query, buildQuery, udpExchange } from "../helpers/dns.js";
 import { runCli } from "../helpers/cli.js";
 import { metricValue } from "../helpers/proc.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -40,12 +40,12 @@ async function cacheHits(): Promise<number> {
 }
 
 test("a 45-byte query with EDNS 65535 gets at most 1232 bytes with TC, fresh and from the cache", async () => {
-  const query = buildQuery("amplify1234.test", "A", { edns: 65535 });
-  expect(query.length).toBe(45);
+  const packet = buildQuery("amplify1234.test", "A", { edns: 65535 });
+  expect(packet.length).toBe(45);
   const hitsBefore = await cacheHits();
   const sizes: number[] = [];
   for (const round of ["fresh", "cached"]) {
-    const raw = await udpExchange(s.port("udp"), query);
+    const raw = await udpExchange(s.port("udp"), packet);
     expect(raw, round).not.toBeNull();
     sizes.push(raw!.length);
     const m = decodeMessage(raw!);
@@ -54,7 +54,7 @@ test("a 45-byte query with EDNS 65535 gets at most 1232 bytes with TC, fresh and
     expect(m.edns, round).not.toBeNull();
   }
   expect(await cacheHits()).toBe(hitsBefore + 1); // the second answer was the cached one
-  const whole = await ask(s.port("tcp"), "amplify1234.test", "A", { tcp: true, edns: 65535 });
+  const whole = await query(s.port("tcp"), "amplify1234.test", "A", { tcp: true, edns: 65535 });
   console.log(`45-byte query, EDNS 65535: UDP answers ${sizes.join(" / ")} bytes (fresh / cached), TCP answer has ${answerIps(whole).length} addresses`);
   expect(answerIps(whole)).toHaveLength(300);
 });

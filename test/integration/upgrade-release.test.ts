@@ -16,7 +16,7 @@ import { parseSemver } from "../../src/upgrade/semver.js";
 import { MANIFEST_FILE } from "../../src/upgrade/unpack.js";
 import { VERSION } from "../../src/version.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { RELEASE_KEYS, releasePrivateKeyFile, releasePublicKeyFile } from "../helpers/fake-release.js";
 import { tempDir } from "../helpers/sluice.js";
@@ -39,7 +39,7 @@ const pids = new Set<number>();
 const latest = (msg: string): number => Number([...run.logs].reverse().find((l) => l.msg === msg)?.port);
 const api = (): string => `http://127.0.0.1:${latest("management API listening")}`;
 const health = async (): Promise<{ status: string; version: string }> => (await (await fetch(`${api()}/api/health`)).json()) as { status: string; version: string };
-const dnsAnswers = async (): Promise<number> => rcodeOf(await ask(latest("udp server listening"), "anything.example", "A"));
+const dnsAnswers = async (): Promise<number> => rcodeOf(await query(latest("udp server listening"), "anything.example", "A"));
 const current = (): string => readlinkSync(join(install, "current"));
 
 /** Waits for `count` log lines matching `pred`: the chain of processes shares one output, outliving the first. */

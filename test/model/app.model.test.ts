@@ -15,7 +15,7 @@ import { appMachine, lifecycleState, type AppEvent, type Prepared } from "../../
 import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import { GUARD_REFUSALS } from "../../src/api/guards.js";
 import { startCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 import { collapse, HeldFile, modelConfig, observedStates, statesAtLeast, until, withoutPrefixes } from "./harness.js";
 
@@ -249,7 +249,7 @@ describe("app lifecycle and reload model", () => {
             }
             // The generation that just became current answers (unless a stop asked for meanwhile is already under way).
             const c = step.snapshot.context;
-            if (!c.shutdownRequested && !c.restartRequested) expect(rcodeOf(await ask(dnsPort, "any.example", "A"))).toBe(answer);
+            if (!c.shutdownRequested && !c.restartRequested) expect(rcodeOf(await query(dnsPort, "any.example", "A"))).toBe(answer);
             break;
           }
           case "RUNTIME.FAILED":

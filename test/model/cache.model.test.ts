@@ -18,7 +18,7 @@ import { cacheMachine, type CacheEvent, type CacheInput, type CacheOperation, ty
 import { ERROR_STATUS } from "../../src/api/errors.js";
 import { GUARD_REFUSALS } from "../../src/api/guards.js";
 import { decodeDump } from "../../src/plugins/executors/cache/dump.js";
-import { ask } from "../helpers/dns.js";
+import { query } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { until, withoutPrefixes } from "./harness.js";
 
@@ -111,7 +111,7 @@ beforeAll(async () => {
   // A dump of two entries (NXDOMAIN answers the sequence gives), made by a real cache.
   const s = await startSluice(config(false));
   try {
-    for (const n of ["one.model.test", "two.model.test"]) await ask(s.udpPort, n);
+    for (const n of ["one.model.test", "two.model.test"]) await query(s.udpPort, n);
     seed = Buffer.from(await (await s.api("/api/plugins/c/dump")).arrayBuffer());
   } finally {
     await s.stop();
@@ -221,7 +221,7 @@ describe("cache:<tag> model", () => {
             const row = await actorRow(s, "c");
             expect(row?.context).toMatchObject({ loaded_at_start: 2, load_error: null, persists: 0 });
             expect(await totalEntries(s)).toBe(2);
-            await ask(s.udpPort, "one.model.test");
+            await query(s.udpPort, "one.model.test");
             expect(await totalEntries(s)).toBe(2);
             break;
           }
@@ -253,7 +253,7 @@ describe("cache:<tag> model", () => {
           case AFTER_PERSIST: {
             // A change when the path asks for one; the guard reads the real count either way.
             if ((event).changed && !dirty) {
-              await ask(s.udpPort, `n${++names}.model.test`);
+              await query(s.udpPort, `n${++names}.model.test`);
               dirty = true;
             }
             step = { type: AFTER_PERSIST, changed: dirty };

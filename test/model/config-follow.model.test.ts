@@ -20,7 +20,7 @@ import { getInitialSnapshot, getNextSnapshot, type SnapshotFrom } from "xstate";
 import { afterAll, describe, expect, test } from "vitest";
 import { configFollowMachine } from "../../machines/config-follow.machine.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { answerIps, ask } from "../helpers/dns.js";
+import { answerIps, query } from "../helpers/dns.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { withoutPrefixes } from "./harness.js";
 
@@ -298,7 +298,7 @@ describe("replica follow model", () => {
         const answerDeadline = Date.now() + 5000;
         let got: string[] = [];
         while (Date.now() < answerDeadline) {
-          got = answerIps(await ask(udpPort(), "x.test"));
+          got = answerIps(await query(udpPort(), "x.test"));
           if (got[0] === ip) break;
           await new Promise((r) => setTimeout(r, 50));
         }

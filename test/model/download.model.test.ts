@@ -18,7 +18,7 @@ import { refusingGuard } from "../../actors/ask.js";
 import { downloadMachine, type DownloadEvent, type DownloadInput, type ItemOutcome } from "../../machines/download.machine.js";
 import { ERROR_STATUS } from "../../src/api/errors.js";
 import { GUARD_REFUSALS } from "../../src/api/guards.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { startFileServer, type FileServer } from "../helpers/file-server.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { withoutPrefixes } from "./harness.js";
@@ -86,7 +86,7 @@ function send(kind: Asker["kind"]): Asker {
       .then(async (r) => ({ status: r.status, body: (await r.json()) }));
     return { kind, settled };
   }
-  return { kind, settled: ask(s.udpPort, "fetch.test", "A", { timeoutMs: 20_000 }).then((r) => ({ rcode: rcodeOf(r) })) };
+  return { kind, settled: query(s.udpPort, "fetch.test", "A", { timeoutMs: 20_000 }).then((r) => ({ rcode: rcodeOf(r) })) };
 }
 
 const running = async (): Promise<boolean> => ((await (await s.api("/api/plugins/dl/downloads")).json()) as { items: { running: boolean }[] }).items[0].running;
@@ -210,7 +210,7 @@ plugins:
   const actors = async (): Promise<Actor[]> => ((await (await b.api("/api/actors")).json()) as { actors: Actor[] }).actors;
   const reloadStatus = async (): Promise<{ status: string; last_completed_ms: number | null; last_error: string | null }> =>
     (await (await b.api("/api/reload/status")).json()) as { status: string; last_completed_ms: number | null; last_error: string | null };
-  const rcode = async (): Promise<number> => rcodeOf(await ask(b.udpPort, "boot.example", "A"));
+  const rcode = async (): Promise<number> => rcodeOf(await query(b.udpPort, "boot.example", "A"));
 
   beforeAll(async () => {
     files.set("boot.txt", "full:boot.example\n");

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { matcherModeMachine, modeOf, type MatcherModeEvent } from "../../machines/matcher-mode.machine.js";
 import { MATCHER_MODES, type MatcherMode } from "../../src/registry/matcher-mode.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 
 type ModelEvent = MatcherModeEvent | { type: `xstate.after.${string}` };
@@ -104,7 +104,7 @@ const BRANCHES: Record<MatcherMode, number[]> = {
 };
 async function branches(): Promise<number[]> {
   const out: number[] = [];
-  for (const [name, type] of [["ads.test", "A"], ["other.test", "A"], ["ads.test", "AAAA"], ["other.test", "AAAA"]]) out.push(rcodeOf(await ask(dnsPort, name, type)));
+  for (const [name, type] of [["ads.test", "A"], ["other.test", "A"], ["ads.test", "AAAA"], ["other.test", "AAAA"]]) out.push(rcodeOf(await query(dnsPort, name, type)));
   return out;
 }
 

@@ -17,7 +17,7 @@ import { ERROR_STATUS } from "../../src/api/errors.js";
 import { GUARD_REFUSALS } from "../../src/api/guards.js";
 import { RCODE } from "../../src/dns/constants.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { ask, rcodeOf } from "../helpers/dns.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 
 type ModelEvent = ProviderEvent | { type: `xstate.${"done" | "error"}.actor.${string}`; output?: unknown; error?: unknown };
@@ -206,9 +206,9 @@ describe("provider reload model", () => {
           expectRecord(await record(), snap);
         }
         // DNS answers from the rules the machine says are serving.
-        expect(rcodeOf(await ask(dnsPort, `gen${serving}.test`))).toBe(RCODE.NXDOMAIN);
-        if (serving > 0) expect(rcodeOf(await ask(dnsPort, `gen${serving - 1}.test`))).toBe(RCODE.REFUSED);
-        expect(rcodeOf(await ask(dnsPort, "fine.test"))).toBe(RCODE.REFUSED);
+        expect(rcodeOf(await query(dnsPort, `gen${serving}.test`))).toBe(RCODE.NXDOMAIN);
+        if (serving > 0) expect(rcodeOf(await query(dnsPort, `gen${serving - 1}.test`))).toBe(RCODE.REFUSED);
+        expect(rcodeOf(await query(dnsPort, "fine.test"))).toBe(RCODE.REFUSED);
       }
     } finally {
       // A path that ends while reloading: let that reload finish before the next path starts.
