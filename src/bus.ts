@@ -17,7 +17,7 @@ export interface ActorTransition {
 export interface BusEvents {
   /** A line just logged (parse it with `entry()` only if it is shown). */
   log: (record: LogRecord) => void;
-  "reload.status": (status: unknown) => void;
+  /** An actor changed state or context (the reload status is the app actor's context). */
   "actor.transition": (t: ActorTransition) => void;
 }
 
