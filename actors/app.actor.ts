@@ -8,7 +8,8 @@ import { configMachine, type SaveRequest, type SaveResult } from "../machines/co
 import { validationMachine, type ValidationRequest } from "../machines/validation.machine.js";
 import { concernSystemId } from "../machines/plugin.machine.js";
 import { pluginSystemId, type RuntimeContext, type RuntimeHost } from "../machines/runtime.machine.js";
-import { upgradeMachine, type RestoredUpgrade, type UpgradeEvent, type UpgradeOutcome, type UpgradeTrial } from "../machines/upgrade.machine.js";
+import { upgradeMachine, type RestoredUpgrade, type UpgradeEvent, type UpgradeTrial } from "../machines/upgrade.machine.js";
+import type { UpgradeWork } from "../src/app/upgrade-work.js";
 import type { ActorTransition, Bus } from "../src/bus.js";
 import type { ValidationJob, ValidationOutcome } from "../src/config/validation.js";
 import { ActorGoneError, ask } from "./ask.js";
@@ -29,18 +30,12 @@ export interface AppProcedures {
   startupFailed(error: unknown): void;
   /** One configuration validation in a worker thread; the validation actor runs one at a time. */
   validate(request: ValidationRequest): Promise<unknown>;
-  /** One upgrade task (POST /api/upgrade/apply): up to the switch of `current`; the restart follows. */
-  applyUpgrade(request: unknown): Promise<UpgradeOutcome>;
   /** A replica's poll: the primary's configuration (GET /api/config), within the body limit in force. */
   fetchPrimary(signal: AbortSignal): Promise<Fetched>;
   /** A replica's save of one pulled version through the config actor (validated; never reloads). */
   savePrimary(fetched: Fetched): Promise<ApplyResult>;
-  /** The trial served: record the completed upgrade (src/upgrade/trial.ts). */
-  confirmUpgradeTrial(trial: UpgradeTrial): RestoredUpgrade;
-  /** The trial failed: switch `current` back and record why. */
-  rollBackUpgradeTrial(trial: UpgradeTrial, reason: string): void;
-  /** Run the release switched back to, now (this process ends). */
-  restartIntoPrevious(trial: UpgradeTrial, reason: string): void;
+  /** The upgrade actor's work: one upgrade task (up to the switch of `current`; the restart follows), and a trial's confirm or rollback. */
+  readonly upgrade: UpgradeWork;
 }
 
 export type AppActor = Actor<typeof appMachine>;
@@ -141,12 +136,12 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
       }),
       upgrade: upgradeMachine.provide({
         actors: {
-          apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.applyUpgrade(request))),
+          apply: fromPromise(({ input: request }: { input: unknown }) => afterTransition(() => app.upgrade.apply(request))),
           confirmHealth,
           // Recorded at once (not after the transition): a stop asked for during the trial follows right after serving.
-          confirmTrial: fromPromise(({ input: trial }: { input: UpgradeTrial }) => new Promise<RestoredUpgrade>((resolve) => resolve(app.confirmUpgradeTrial(trial)))),
+          confirmTrial: fromPromise(({ input: trial }: { input: UpgradeTrial }) => new Promise<RestoredUpgrade>((resolve) => resolve(app.upgrade.confirmTrial(trial)))),
           rollBack: fromCallback<{ type: string }, { trial: UpgradeTrial; reason: string }, UpgradeEvent>(({ input, sendBack }) => {
-            app.rollBackUpgradeTrial(input.trial, input.reason);
+            app.upgrade.rollBack(input.trial, input.reason);
             sendBack({ type: "TRIAL.ROLLED_BACK" });
           }),
         },
@@ -154,7 +149,7 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
           // The app refuses a restart only when it is already stopping (checked before the switch); the next start runs the new release then.
           requestRestart: sendParent({ type: "RESTART" }),
           restartIntoPrevious: ({ context }) => {
-            if (context.trial) app.restartIntoPrevious(context.trial, context.error ?? "the trial failed");
+            if (context.trial) app.upgrade.restartIntoPrevious(context.trial, context.error ?? "the trial failed");
           },
         },
       }),

@@ -8,7 +8,7 @@ import { concernActor, controlResolver, createAppActor, runtimeOf, validateConfi
 import { ask, sendIfAccepted } from "../../actors/ask.js";
 import { refusalError } from "../api/guards.js";
 import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
-import { upgradeState, type RestoredUpgrade, type UpgradeOutcome, type UpgradeTrial } from "../../machines/upgrade.machine.js";
+import { upgradeState, type RestoredUpgrade, type UpgradeTrial } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
 import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
@@ -39,8 +39,7 @@ import { createCatalog } from "../plugins/catalog.js";
 import type { Catalog } from "../registry/catalog.js";
 import { PluginInitError, Runtime } from "../registry/runtime.js";
 import type { Services } from "../registry/services.js";
-import type { UpgradeOptions } from "../upgrade/options.js";
-import { confirmTrial, restartIntoPrevious, rollBackTrial } from "../upgrade/trial.js";
+import { UpgradeWork } from "./upgrade-work.js";
 import { VERSION } from "../version.js";
 
 export interface AppOptions {
@@ -91,6 +90,8 @@ export class App implements ApiHost {
   readonly catalog: Catalog;
   /** Validations asked for through the API run here, in worker threads (limits follow reloads). */
   readonly validator: ConfigValidator;
+  /** The upgrade actor's work (a task, a trial's confirm or rollback). */
+  readonly upgrade: UpgradeWork;
   /** Unix ms when the process started. */
   readonly startedAt = Date.now();
   readonly actor: AppActor;
@@ -115,6 +116,11 @@ export class App implements ApiHost {
     const metrics = new MetricsHub();
     this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
+    const trial = options.upgradeTrial;
+    this.upgrade = new UpgradeWork(
+      { log: this.log, configPath: () => this.configPath(), baseDir: options.baseDir, canRestart: () => this.actor.getSnapshot().can({ type: "RESTART" }) },
+      trial ? { installDir: trial.installDir, originalCwd: trial.originalCwd } : null,
+    );
     this.actor = createAppActor(this, this.bus, {
       clock: Date.now,
       describe,
@@ -375,17 +381,6 @@ export class App implements ApiHost {
     return this.validator.run(request.job as ValidationJob, request.transfer);
   }
 
-  /** Runs one upgrade task with settings the API resolved (src/upgrade/options.ts). */
-  async applyUpgrade(request: unknown): Promise<UpgradeOutcome> {
-    const { applyUpgrade } = await import("../upgrade/engine.js");
-    return applyUpgrade(request as UpgradeOptions, {
-      log: this.log,
-      configPath: this.configPath(),
-      baseDir: this.baseDir,
-      canRestart: () => this.actor.getSnapshot().can({ type: "RESTART" }),
-    });
-  }
-
   /** A replica's poll of its primary (the follower actor's `fetch`). */
   fetchPrimary(signal: AbortSignal): Promise<Fetched> {
     const source = this.options.follow?.source;
@@ -398,28 +393,6 @@ export class App implements ApiHost {
     const source = this.options.follow?.source;
     if (!source) return Promise.reject(new Error("this process follows no primary"));
     return savePulled(this, source, fetched);
-  }
-
-  /** Where the trial's outcome is recorded (the upgrade actor is in a trial only when the options name one). */
-  private get trialInstall(): { installDir: string; originalCwd: string } {
-    const t = this.options.upgradeTrial;
-    if (!t) throw new Error("this start is not an upgrade trial");
-    return t;
-  }
-
-  confirmUpgradeTrial(trial: UpgradeTrial): RestoredUpgrade {
-    const result = confirmTrial(this.trialInstall.installDir, trial, Date.now());
-    this.log.info({ target: "upgrade", from: trial.from_version, version: trial.to_version }, "upgrade complete: the new release is serving");
-    return result;
-  }
-
-  rollBackUpgradeTrial(trial: UpgradeTrial, reason: string): void {
-    rollBackTrial(this.trialInstall.installDir, trial, reason, Date.now());
-    this.log.error({ target: "upgrade", err: reason, version: trial.from_version }, "upgrade rolled back: the previous release runs after the restart");
-  }
-
-  restartIntoPrevious(trial: UpgradeTrial, reason: string): void {
-    restartIntoPrevious(`${reason}; switched back to ${trial.from_version}`, this.trialInstall.originalCwd);
   }
 
   async stopServices(restart: boolean): Promise<void> {
