@@ -21,15 +21,19 @@ const KINDS: { kind: string; title: string }[] = [
   { kind: "provider", title: "Providers" },
 ];
 
-/** The state value of a concern actor as one word: "idle", "always_false", "always_false.timed". */
+/** The state value of a concern actor in a few words: "idle", "always_false.timed", "running (ops idle · saver waiting · sweeper waiting)". */
 function stateWord(value: unknown): string {
   if (value === null || value === undefined) return "";
   if (typeof value === "string") return value;
-  if (typeof value === "object") {
-    const [key, inner] = Object.entries(value as Record<string, unknown>)[0] ?? [];
-    return key === undefined ? "" : inner === undefined || inner === null ? key : `${key}.${stateWord(inner)}`;
+  if (typeof value !== "object") return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
+  const entries = Object.entries(value as Record<string, unknown>);
+  // A compound state reads as a path (writer.running.up); the regions of a parallel one side by side (ops idle · saver waiting).
+  if (entries.length === 1) {
+    const [key, inner] = entries[0];
+    const rest = stateWord(inner);
+    return rest === "" ? key : rest.includes(" · ") ? `${key} (${rest})` : `${key}.${rest}`;
   }
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : "";
+  return entries.map(([key, inner]) => `${key} ${stateWord(inner)}`).join(" · ");
 }
 
 /** A section of a card that is built (and polls the server) only while it is open. */
