@@ -22,7 +22,7 @@ import { configFollowMachine } from "../../machines/config-follow.machine.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
 import { answerIps, query } from "../helpers/dns.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
-import { withoutPrefixes } from "./harness.js";
+import { HeldFile, withoutPrefixes } from "./harness.js";
 
 type Snap = SnapshotFrom<typeof configFollowMachine>;
 /** `fetched`: the primary still has the version handled last, or a new one (labelled vN when replayed). */
@@ -82,11 +82,11 @@ plugins:
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 ${valid ? "" : "  - { tag: broken, type: no_such_type }\n"}`;
 
-/** A save that keeps the replica's config actor busy for a while (validating, then refused: nothing is written). */
-const slowSave = JSON.stringify({
-  content: `plugins:\n${Array.from({ length: 30_000 }, (_, i) => `  - { tag: q${i}, type: qname, args: ["domain:x${i}.test"] }`).join("\n")}\n  - { tag: zz, type: no_such_type }\n`,
-  validate: true,
-});
+/**
+ * A save that keeps the replica's config actor busy until the test lets it go: its text includes a FIFO
+ * (HeldFile) that validation waits on, costing no CPU; then it is refused (nothing is written).
+ */
+const heldSave = (include: string): string => JSON.stringify({ content: `include: [${include}]\nplugins:\n  - { tag: zz, type: no_such_type }\n`, validate: true });
 
 const dir = tempDir("sluice-follow-model-");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -224,6 +224,7 @@ describe("replica follow model", () => {
         const before = steps[i].snap.context;
         let busy: Promise<void> | null = null;
         let stopBusy = false;
+        let held: HeldFile | null = null;
         const outcome = applyStep?.event.output?.outcome;
         const fetchKind = kind(fetchStep.event);
         const label = fetchStep.event.output?.version ?? "";
@@ -234,10 +235,16 @@ describe("replica follow model", () => {
           if (outcome === "busy") {
             // Slow saves back to back on the replica, started before the primary changes, until this cycle
             // is over: the follower's SAVE finds the config actor busy.
+            const include = new HeldFile(join(dir, `held-${Math.random().toString(36).slice(2)}.yaml`), "plugins: []\n");
+            held = include;
             busy = (async () => {
-              while (!stopBusy) await fetch(`http://127.0.0.1:${apiPort}/api/config`, { method: "PUT", headers: { ...AUTH, "content-type": "application/json" }, body: slowSave });
+              // A save the validation time limit cuts short is followed by the next one.
+              while (!stopBusy) await (await fetch(`http://127.0.0.1:${apiPort}/api/config`, { method: "PUT", headers: { ...AUTH, "content-type": "application/json" }, body: heldSave(include.path) })).arrayBuffer();
             })();
-            await new Promise((r) => setTimeout(r, 300));
+            // The replica's config actor is saving (held) before the primary changes.
+            const saving = async (): Promise<boolean> =>
+              ((await (await fetch(`http://127.0.0.1:${apiPort}/api/actors`, { headers: AUTH })).json()) as { actors: { id: string; state: unknown }[] }).actors.some((a) => a.id === "config" && a.state === "saving");
+            while (!(await saving())) await new Promise((r) => setTimeout(r, 20));
           }
           if (!real.has(label)) {
             const valid = outcome !== "refused";
@@ -273,7 +280,9 @@ describe("replica follow model", () => {
           const back = real.get(end.snap.context.version ?? "v0");
           if (back) await save(back.text);
           stopBusy = true;
+          held?.openAll();
           await busy;
+          await held?.close();
         }
         expect(seen, `poll cycle at step ${i}`).not.toBeNull();
         const s = seen as Follow;
