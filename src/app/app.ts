@@ -38,7 +38,7 @@ import { analyzeConfig, type Analysis } from "../registry/analyze.js";
 import { createCatalog } from "../plugins/catalog.js";
 import type { Catalog } from "../registry/catalog.js";
 import { PluginInitError, Runtime } from "../registry/runtime.js";
-import type { Services } from "../registry/services.js";
+import type { ClockShift, Services } from "../registry/services.js";
 import { UpgradeWork } from "./upgrade-work.js";
 import { VERSION } from "../version.js";
 
@@ -55,6 +55,8 @@ export interface AppOptions {
   upgradeRestored?: RestoredUpgrade | null;
   /** This start is the new release's trial (src/upgrade/trial.ts): the install directory it is recorded in, and where `sluice start` ran. */
   upgradeTrial?: { trial: UpgradeTrial; installDir: string; originalCwd: string } | null;
+  /** Added to the monotonic clock where cached answers age (services.clockShift); tests move it instead of waiting. */
+  clockShift?: ClockShift;
   /** A replica: follow the primary's configuration (--config-from). */
   follow?: Following;
 }
@@ -114,7 +116,7 @@ export class App implements ApiHost {
     const config = initial.config;
     this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
     const metrics = new MetricsHub();
-    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, app: { requestReload: () => this.requestReload() } };
+    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => this.requestReload() } };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     const trial = options.upgradeTrial;
     this.upgrade = new UpgradeWork(

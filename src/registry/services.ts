@@ -14,8 +14,18 @@ export interface Services {
   readonly redis: RedisHub;
   /** Working directory (-d) that relative paths in the configuration resolve against. */
   readonly baseDir: string;
+  /**
+   * Milliseconds added to the monotonic clock (performance.now(), a query's arrival time) where the
+   * data plane ages what it keeps (cache entries and their TTLs): 0 in a server; a test moves it, so a
+   * TTL runs out without waiting. Read as one property, so a cache hit still reads no clock.
+   */
+  readonly clockShift: ClockShift;
   /** The application's controls that a plugin may use (provided by the App). */
   readonly app: AppControl;
+}
+
+export interface ClockShift {
+  readonly ms: number;
 }
 
 export interface AppControl {

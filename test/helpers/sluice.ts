@@ -27,7 +27,8 @@ export function tempDir(prefix = "sluice-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function startSluice(yaml: string, files: Record<string, string | Uint8Array> = {}): Promise<RunningSluice> {
+/** `clockShift`: added to the clock cached answers age by; the test moves it instead of waiting. */
+export async function startSluice(yaml: string, files: Record<string, string | Uint8Array> = {}, opts: { clockShift?: { ms: number } } = {}): Promise<RunningSluice> {
   const dir = tempDir();
   for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
   const configPath = join(dir, "sluice.yaml");
@@ -39,7 +40,7 @@ export async function startSluice(yaml: string, files: Record<string, string | U
       cb();
     },
   });
-  const app = await App.start({ configPath, baseDir: dir, stdout, logLevel: "debug" });
+  const app = await App.start({ configPath, baseDir: dir, stdout, logLevel: "debug", clockShift: opts.clockShift });
   const servers = [...app.runtime.plugins.values()].filter((p) => p.kind === "server");
   const port = (tag?: string): number => {
     const live = tag ? app.runtime.live(tag) : servers[0];

@@ -24,8 +24,9 @@ export function asked(r: Responder, name: string): number {
 }
 
 /** A Sluice whose `main` runs the cache `c`, then forwards when nothing answered, then `after` rules. */
-export async function cacheSluice(cacheArgs: string, upstreamPort: number, after = ""): Promise<RunningSluice> {
-  return startSluice(`plugins:
+export async function cacheSluice(cacheArgs: string, upstreamPort: number, after = "", clockShift?: { ms: number }): Promise<RunningSluice> {
+  return startSluice(
+    `plugins:
   - tag: c
     type: cache
     args: ${cacheArgs}
@@ -36,7 +37,10 @@ export async function cacheSluice(cacheArgs: string, upstreamPort: number, after
       - matches: "!has_resp"
         exec: forward 127.0.0.1:${upstreamPort}
 ${after}
-${serversYaml()}`);
+${serversYaml()}`,
+    {},
+    { clockShift },
+  );
 }
 
 export function cacheOf(s: RunningSluice, tag = "c"): CacheExecutor {

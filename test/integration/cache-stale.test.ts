@@ -22,12 +22,14 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(handler: Parameters<typeof upstream>[0]): Promise<{ up: Responder; s: RunningSluice }> {
+/** The cache ages by the test's clock: an answer's 1 s TTL runs out when the test moves it, not after a real second. */
+async function setup(handler: Parameters<typeof upstream>[0]): Promise<{ up: Responder; s: RunningSluice; clock: { ms: number } }> {
   const up = await upstream(handler);
   cleanups.push(() => up.close());
-  const s = await cacheSluice("{ lazy_cache_ttl: 60 }", up.port);
+  const clock = { ms: 0 };
+  const s = await cacheSluice("{ lazy_cache_ttl: 60 }", up.port, "", clock);
   cleanups.push(() => s.stop());
-  return { up, s };
+  return { up, s, clock };
 }
 
 test("after expiry 100 concurrent queries are answered at once from the stale entry and upstream sees exactly one refresh", async () => {
@@ -35,15 +37,15 @@ test("after expiry 100 concurrent queries are answered at once from the stale en
   // The refresh's answer is held until the test lets it go: stale answers must not wait for it.
   let release: () => void = () => undefined;
   const held = new Promise<void>((r) => (release = r));
-  const { up, s } = await setup(async (q) => {
+  const { up, s, clock } = await setup(async (q) => {
     calls++;
     if (calls === 1) return answerWith(q, ["192.0.2.1"], 1);
     await held;
     return answerWith(q, ["192.0.2.2"], 300);
   });
   await query(s.udpPort, "stale.example");
-  // TTLs are whole seconds: the entry expires after 1 s of the server's clock.
-  await sleep(1100);
+  // TTLs are whole seconds: the entry expires once the cache's clock has moved 1 s.
+  clock.ms += 1100;
   const started = performance.now();
   const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => udpExchange(s.udpPort, buildQuery("stale.example", "A", { id: i + 1 }), 3000)));
   const took = performance.now() - started;
@@ -69,33 +71,32 @@ test("after expiry 100 concurrent queries are answered at once from the stale en
 
 test("a refresh that gets no cacheable answer is counted as failed, the stale answer stays, and a later stale hit retries", async () => {
   let calls = 0;
-  const { up, s } = await setup((q) => {
+  const { up, s, clock } = await setup((q) => {
     calls++;
     return calls === 1 ? answerWith(q, ["192.0.2.1"], 1) : replyTo(q, RCODE.SERVFAIL);
   });
   await query(s.udpPort, "flaky.example");
-  await sleep(1100);
+  clock.ms += 1100;
   const stale = await query(s.udpPort, "flaky.example");
   expect(answerIps(stale)).toEqual(["192.0.2.1"]);
-  await sleep(300);
-  expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "failed" })).toBe(1);
+  await until("the refresh counted as failed", async () => (await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "failed" })) === 1);
   const again = await query(s.udpPort, "flaky.example");
   expect(answerIps(again)).toEqual(["192.0.2.1"]);
-  await sleep(300);
-  expect(asked(up, "flaky.example")).toBe(3);
+  await until("the second refresh asked upstream", async () => Promise.resolve(asked(up, "flaky.example") === 3));
+  expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "failed" })).toBe(2);
   expect(await metric(s, "cache_lazy_refresh_total", { plugin_tag: "c", result: "started" })).toBe(2);
 });
 
 test("lazy_cache_ttl does not apply to negative answers: once expired they are asked for again", async () => {
   let calls = 0;
-  const { up, s } = await setup((q) => {
+  const { up, s, clock } = await setup((q) => {
     calls++;
     return calls === 1 ? negative(q, RCODE.NXDOMAIN, 60, 1) : answerWith(q, ["192.0.2.5"], 300);
   });
   expect(rcodeOf(await query(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
   expect(rcodeOf(await query(s.udpPort, "neg.example"))).toBe(RCODE.NXDOMAIN);
   expect(asked(up, "neg.example")).toBe(1);
-  await sleep(1100);
+  clock.ms += 1100;
   const after = await query(s.udpPort, "neg.example");
   expect(answerIps(after)).toEqual(["192.0.2.5"]);
   expect(asked(up, "neg.example")).toBe(2);

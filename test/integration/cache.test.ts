@@ -10,27 +10,29 @@ import { ConfigError } from "../../src/config/diagnostics.js";
 import { answerIps, query, buildQuery, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { answerWith, type Responder } from "../helpers/responder.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
-import { asked, cacheSluice, negative, sleep, upstream } from "./cache-helpers.js";
+import { asked, cacheSluice, negative, upstream } from "./cache-helpers.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(cacheArgs: string, handler?: Parameters<typeof upstream>[0], after = ""): Promise<{ up: Responder; s: RunningSluice }> {
+/** The cache ages by `clock`: a test moves it instead of waiting out TTLs. */
+async function setup(cacheArgs: string, handler?: Parameters<typeof upstream>[0], after = ""): Promise<{ up: Responder; s: RunningSluice; clock: { ms: number } }> {
   const up = await upstream(handler);
   cleanups.push(() => up.close());
-  const s = await cacheSluice(cacheArgs, up.port, after);
+  const clock = { ms: 0 };
+  const s = await cacheSluice(cacheArgs, up.port, after, clock);
   cleanups.push(() => s.stop());
-  return { up, s };
+  return { up, s, clock };
 }
 
 test("a repeated question is answered from the cache with the asker's ID and TTLs that count down", async () => {
-  const { up, s } = await setup("{}");
+  const { up, s, clock } = await setup("{}");
   const first = await query(s.udpPort, "hit.example", "A", { id: 0x1111 });
   expect(first.answers[0].ttl).toBe(300);
   expect(asked(up, "hit.example")).toBe(1);
-  await sleep(1100);
+  clock.ms += 1100;
   const second = await query(s.udpPort, "hit.example", "A", { id: 0x2222 });
   expect(asked(up, "hit.example")).toBe(1);
   expect(second.id).toBe(0x2222);
@@ -109,7 +111,7 @@ test("without ecs_in_key clients in different subnets share one entry; per-clien
 });
 
 test("NXDOMAIN is cached for min(SOA TTL, MINIMUM) and the cap max_negative_ttl applies", async () => {
-  const { up, s } = await setup("{ max_negative_ttl: 5 }", (q) => {
+  const { up, s, clock } = await setup("{ max_negative_ttl: 5 }", (q) => {
     const name = q.questions[0].name;
     if (name === "short.neg.example") return negative(q, RCODE.NXDOMAIN, 3600, 2);
     return negative(q, RCODE.NXDOMAIN, 3600, 3600);
@@ -126,7 +128,7 @@ test("NXDOMAIN is cached for min(SOA TTL, MINIMUM) and the cap max_negative_ttl 
   expect(asked(up, "capped.neg.example")).toBe(1);
   expect(capped.authorities[0].ttl).toBeLessThanOrEqual(5);
   expect(capped.authorities[0].ttl).toBeGreaterThanOrEqual(4);
-  await sleep(2100);
+  clock.ms += 2100;
   await query(s.udpPort, "short.neg.example");
   expect(asked(up, "short.neg.example")).toBe(2);
   await query(s.udpPort, "capped.neg.example");
@@ -144,11 +146,11 @@ test("NODATA (NOERROR without answers) is cached as a negative answer", async ()
 });
 
 test("a negative answer without SOA is kept for negative_ttl_without_soa seconds", async () => {
-  const { up, s } = await setup("{ negative_ttl_without_soa: 1 }", (q) => negative(q, RCODE.NXDOMAIN, null));
+  const { up, s, clock } = await setup("{ negative_ttl_without_soa: 1 }", (q) => negative(q, RCODE.NXDOMAIN, null));
   await query(s.udpPort, "nosoa.example");
   await query(s.udpPort, "nosoa.example");
   expect(asked(up, "nosoa.example")).toBe(1);
-  await sleep(1100);
+  clock.ms += 1100;
   await query(s.udpPort, "nosoa.example");
   expect(asked(up, "nosoa.example")).toBe(2);
 });

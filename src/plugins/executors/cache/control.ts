@@ -124,7 +124,7 @@ export const cacheControl: PluginControl<CacheExecutor> = {
         persist: fromPromise(async (): Promise<PersistDone> => ({ entries: await cache.persist(), at_ms: Date.now() })),
       },
       guards: { cacheChanged: () => cache.unsavedChanges > 0 },
-      actions: { sweep: () => void cache.sweep(performance.now()) },
+      actions: { sweep: () => void cache.sweep() },
     }),
     input: { tag: env.tag, persistent: cache.persistent, persistIntervalMs: cache.dumpIntervalMs, sweepIntervalMs: SWEEP_INTERVAL_MS } satisfies CacheInput,
     // The first query after a start or reload already sees the dump's entries.

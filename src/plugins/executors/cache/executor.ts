@@ -9,6 +9,7 @@ import { isPromise, runNext, Step, type Continuation, type StepResult } from "..
 import type { Logger } from "../../../observability/logger.js";
 import type { MetricsHub } from "../../../observability/metrics.js";
 import type { ControlHandle, ExecutorPlugin } from "../../../registry/types.js";
+import type { ClockShift } from "../../../registry/services.js";
 import { makeEntry, type AdmitPolicy } from "./admit.js";
 import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
 import { Slicer } from "../../../engine/rules/slicer.js";
@@ -36,7 +37,11 @@ export interface CacheOptions {
   loadAtStart?: boolean;
   /** Gives the Redis link back (on destroy). */
   releaseTier?: () => Promise<void>;
+  /** Added to the monotonic clock where entries age (the process's services.clockShift; 0 by default). */
+  clockShift?: ClockShift;
 }
+
+const NO_SHIFT: ClockShift = { ms: 0 };
 
 /** RFC 8767 §4 suggests 30 s for stale answers: clients come back soon and get the refreshed one. */
 export const STALE_ANSWER_TTL = 30;
@@ -52,6 +57,8 @@ export class CacheExecutor implements ExecutorPlugin {
   private readonly shortCircuit: boolean;
   private readonly ecsInKey: boolean;
   private readonly policy: AdmitPolicy;
+  /** Moves the monotonic clock entries' stored and expiry times are measured in (tests only). */
+  private readonly shift: ClockShift;
   /** Inserts, deletions, flushes and loads since the last dump written. */
   private changes = 0;
   /** Set by destroy: answers that arrive after it (refreshes, Redis reads) are not stored. */
@@ -73,6 +80,7 @@ export class CacheExecutor implements ExecutorPlugin {
     this.ecsInKey = options.ecsInKey;
     this.policy = options.policy;
     this.tier = options.tier ?? null;
+    this.shift = options.clockShift ?? NO_SHIFT;
   }
 
   execute(ctx: DnsContext, next: Continuation | null): StepResult {
@@ -86,7 +94,7 @@ export class CacheExecutor implements ExecutorPlugin {
     const e = this.store.find(ctx.qname, question.type, question.class, bits, ecs);
     if (e !== undefined) {
       // The query's arrival time: a clock read costs as much as the rest of a hit.
-      const now = ctx.startedAt;
+      const now = ctx.startedAt + this.shift.ms;
       if (now < e.freshUntil) {
         s.hitFresh.value++;
         this.serve(ctx, e, now, true);
@@ -127,7 +135,7 @@ export class CacheExecutor implements ExecutorPlugin {
     return read.then((value) => {
       const e = value === null || this.destroyed ? null : this.adopt(key, value);
       if (e !== null) {
-        const now = performance.now();
+        const now = this.now();
         if (now < e.freshUntil) {
           this.serve(ctx, e, now, true);
           return this.shortCircuit ? Step.Stop : runNext(ctx, next);
@@ -142,7 +150,7 @@ export class CacheExecutor implements ExecutorPlugin {
 
   /** Stores an entry read from Redis locally (replacing any); null when it is unusable or has expired. */
   private adopt(key: KeyParts, value: Buffer): Entry | null {
-    const e = adoptShared(key, value, performance.now(), Date.now());
+    const e = adoptShared(key, value, this.now(), Date.now());
     if (e === null) return null;
     this.stats.evicted.value += this.store.insert(e);
     this.stats.entries.value = this.store.size;
@@ -196,7 +204,7 @@ export class CacheExecutor implements ExecutorPlugin {
     if (resp === null || this.destroyed) return false;
     let entry;
     try {
-      entry = makeEntry(key, resp.toWire(), resp.index, this.policy, performance.now(), this.ecsInKey);
+      entry = makeEntry(key, resp.toWire(), resp.index, this.policy, this.now(), this.ecsInKey);
     } catch {
       entry = "uncacheable" as const;
     }
@@ -209,7 +217,7 @@ export class CacheExecutor implements ExecutorPlugin {
     s.insert.value++;
     s.entries.value = this.store.size;
     this.changes++;
-    if (this.tier !== null) shareEntry(this.tier, entry, performance.now(), Date.now());
+    if (this.tier !== null) shareEntry(this.tier, entry, this.now(), Date.now());
     return true;
   }
 
@@ -276,9 +284,14 @@ export class CacheExecutor implements ExecutorPlugin {
     return this.changes;
   }
 
-  /** Drops expired entries; returns how many. */
-  sweep(now: number): number {
-    const n = this.store.sweep(now);
+  /** Monotonic ms on the clock entries are measured by. */
+  now(): number {
+    return performance.now() + this.shift.ms;
+  }
+
+  /** Drops the entries expired by now; returns how many. */
+  sweep(): number {
+    const n = this.store.sweep(this.now());
     this.stats.entries.value = this.store.size;
     return n;
   }
@@ -329,7 +342,7 @@ export class CacheExecutor implements ExecutorPlugin {
 
   /** Live entries, most recently used first. Throws InvalidQueryError for a bad limit or cursor. */
   entries(query: CacheEntriesQuery = {}): CacheEntriesPage {
-    return listEntries(this.store.byRecency(), query, performance.now(), this.cursorKey);
+    return listEntries(this.store.byRecency(), query, this.now(), this.cursorKey);
   }
 
   /** Throws InvalidEntryIdError for an id this cache could not have made; false when absent. */
@@ -366,7 +379,7 @@ export class CacheExecutor implements ExecutorPlugin {
   }
 
   dump(): Buffer {
-    return encodeDump(this.store.byRecency(), performance.now(), Date.now());
+    return encodeDump(this.store.byRecency(), this.now(), Date.now());
   }
 
   /**
@@ -378,7 +391,7 @@ export class CacheExecutor implements ExecutorPlugin {
   async load(source: Buffer | AsyncIterable<Uint8Array>): Promise<number> {
     const slicer = new Slicer();
     const capacity = this.store.capacity;
-    const loaded = await decodeDumpStream(Buffer.isBuffer(source) ? [source] : source, capacity, slicer);
+    const loaded = await decodeDumpStream(Buffer.isBuffer(source) ? [source] : source, capacity, slicer, this.now());
     const fresh = new LruStore(capacity, this.store.births);
     for (let i = loaded.length - 1; i >= 0; i--) {
       fresh.insert(loaded[i]);

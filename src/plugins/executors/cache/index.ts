@@ -116,6 +116,7 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
         tier,
         loadAtStart: redis?.load_at_start ?? false,
         releaseTier: () => (link ? ctx.services.redis.release(link, owner) : Promise.resolve()),
+        clockShift: ctx.services.clockShift,
       },
       ctx.services.metrics,
       ctx.log,
