@@ -5,7 +5,7 @@
 export const BUNDLES = {
   minimal: ["core"],
   standard: ["core", "cache", "metrics", "api", "webui"],
-  full: ["core", "cache", "metrics", "api", "webui", "query-recorder", "cron", "download", "upgrade"],
+  full: ["core", "cache", "metrics", "api", "webui", "query-recorder", "cron", "download", "upgrade", "webhook", "script", "ipset", "mikrotik"],
 } as const;
 
 export type BundleName = keyof typeof BUNDLES | "custom";
