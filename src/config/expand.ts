@@ -1,8 +1,11 @@
 // ${VAR} and ${VAR:-default} expansion on the parsed YAML tree, in memory only.
-// The file on disk is never rewritten; `$${` writes a literal `${`.
+// The file on disk is never rewritten; `$${` writes a literal `${`. A plain `${key}` naming a template
+// key of the hook executors (`${qname}`, `${client_ip}`, ...: src/engine/template.ts) is left as it is,
+// to be rendered per query; `${env:qname}` or `${qname:-x}` still read the environment.
 
 import { isMap, isPair, isScalar, isSeq, parse as parseYamlScalar, Scalar } from "yaml";
 import type { Document, Node as YamlNode } from "yaml";
+import { isTemplateKey, TEMPLATE_KEYS } from "../engine/template.js";
 import { renderPath, type Diagnostic, type SourceFile } from "./diagnostics.js";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -27,6 +30,11 @@ export function expandString(text: string, env: NodeJS.ProcessEnv, where: string
     const close = text.indexOf("}", i + 2);
     if (close < 0) return { ok: false, message: `unterminated environment placeholder at ${where}` };
     const body = text.slice(i + 2, close);
+    if (isTemplateKey(body)) {
+      out += text.slice(i, close + 1);
+      i = close + 1;
+      continue;
+    }
     const sep = body.indexOf(":-");
     let name = sep >= 0 ? body.slice(0, sep) : body;
     const fallback = sep >= 0 ? body.slice(sep + 2) : undefined;
@@ -36,7 +44,11 @@ export function expandString(text: string, env: NodeJS.ProcessEnv, where: string
     }
     const value = env[name];
     if (value === undefined || (value === "" && fallback !== undefined)) {
-      if (fallback === undefined) return { ok: false, message: `undefined environment variable '${name}' at ${where}` };
+      if (fallback === undefined) {
+        // A lower-case name was likely meant as a template key of http_request or script.
+        const hint = /^[a-z_]+$/.test(name) ? ` (nor is it a template key: ${TEMPLATE_KEYS.join(", ")})` : "";
+        return { ok: false, message: `undefined environment variable '${name}' at ${where}${hint}` };
+      }
       out += fallback;
     } else {
       out += value;

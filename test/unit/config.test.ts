@@ -83,6 +83,17 @@ describe("${VAR} expansion", () => {
     expect(d[0]).toMatchObject({ line: 6, column: 17 });
   });
 
+  test("runtime template keys (${qname}, ...) are left for the hook executors; env: and defaults still expand", () => {
+    const c = loadConfigText(
+      'plugins:\n  - tag: m\n    type: mark\n    args: ["${qname} ${client_ip}-${QNAME:-up}", "${env:qname}", "${qname:-d}", "${rcode_name}${HOST}"]\n',
+      { env: { qname: "from-env", HOST: "h" } },
+    );
+    expect(c.plugins[0].args).toEqual(["${qname} ${client_ip}-up", "from-env", "from-env", "${rcode_name}h"]);
+    // An unknown lower-case name is still an environment variable (and an error when unset).
+    const d = problems(() => loadConfigText('plugins:\n  - { tag: a, type: mark, args: ["${qnmae}"] }\n', { env: {} }));
+    expect(d[0].message).toMatch(/^undefined environment variable 'qnmae' at plugins\[0\]\.args\[0\] \(nor is it a template key: qname, qtype, /);
+  });
+
   test("placeholders are never written back: the file keeps them", () => {
     const dir = files({ "main.yaml": "plugins:\n  - { tag: a, type: '${T}' }\n" });
     const c = loadConfigFile(join(dir, "main.yaml"), { env: { T: "_true" } });
