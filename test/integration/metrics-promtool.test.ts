@@ -69,6 +69,8 @@ plugins:
   - { tag: reload_all, type: reload }
   - { tag: jobs, type: cron, args: { jobs: [{ name: fetch, schedule: "0 3 * * *", executors: [$fetch, "sleep 1"] }] } }
   - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
+  - { tag: hook, type: http_request, args: { method: GET, url: "${files.url}/files/list.txt?q=\${qname}" } }
+  - { tag: prog, type: script, args: { command: "true", args: ["\${qname}"] } }
   - tag: main
     type: sequence
     args:
@@ -79,6 +81,8 @@ plugins:
       - exec: $lan_hosts
       - exec: $local
       - { matches: "qname full:reload.lan", exec: $reloader }
+      - { matches: "qname full:hook.lan", exec: $hook }
+      - { matches: "qname full:hook.lan", exec: $prog }
       - { matches: "qname $blocklist", exec: $sink }
       - { matches: "question $ads", exec: $sink }
       - { matches: "qname $site_cn", exec: $sink }
@@ -113,7 +117,7 @@ test("promtool is installed (Debian package `prometheus`; CI installs it with ap
 });
 
 test("a scrape after traffic through every metered plugin passes `promtool check metrics` with no output", async () => {
-  for (const name of ["a.example", "a.example", "nas.home.arpa", "printer.lan", "bad.example", "old.example", "reload.lan"]) {
+  for (const name of ["a.example", "a.example", "nas.home.arpa", "printer.lan", "bad.example", "old.example", "reload.lan", "hook.lan"]) {
     expect(rcodeOf(await query(udpPort, name, "A")), name).not.toBe(2);
   }
   await query(udpPort, "dual.example", "AAAA");
@@ -175,6 +179,15 @@ test("a scrape after traffic through every metered plugin passes `promtool check
     "query_recorder_records",
     "query_recorder_database_bytes",
     "query_recorder_queue_records",
+    "http_request_dispatch_total",
+    "http_request_error_total",
+    "http_request_dropped_total",
+    "http_request_queued",
+    "script_run_total",
+    "script_stop_total",
+    "script_error_total",
+    "script_dropped_total",
+    "script_queued",
     "process_cpu_seconds_total",
     "nodejs_active_handles",
   ]) {
@@ -191,5 +204,7 @@ test("a scrape after traffic through every metered plugin passes `promtool check
   expect(text).toMatch(/^provider_rules\{plugin_tag="ip_us"\} 1$/m);
   expect(text).toMatch(/^provider_reload_total\{plugin_tag="blocklist",result="ok"\} 1$/m);
   expect(text).toMatch(/^query_recorder_batch_duration_seconds_count\{plugin_tag="rec"\} [1-9]/m);
+  expect(text).toMatch(/^http_request_dispatch_total\{plugin_tag="hook"\} 1$/m);
+  expect(text).toMatch(/^script_run_total\{plugin_tag="prog"\} 1$/m);
 
 });
