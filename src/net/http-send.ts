@@ -1,8 +1,8 @@
 // The client of the `http_request` executor: requests of any method with a body, over keep-alive
-// connections (one pool per plugin instance, at most `maxSockets` open), optionally through a SOCKS5
-// proxy (the pool keeps those connections alive too). One deadline for the whole call, redirects
-// included; the answer's body is drained and discarded (past DRAIN_CAP the connection is closed
-// instead). The address rules of outbound-policy.ts apply: never this process's management API, and a
+// connections (per plugin instance, at most `maxSockets` open per origin): plain http through the lean
+// pool of http-pool.ts, https and anything through a SOCKS5 proxy through Node's client (whose pool
+// keeps proxied connections alive too). One deadline for the whole call, redirects included; the
+// answer's body is drained and discarded (past DRAIN_CAP the connection is closed instead). The address rules of outbound-policy.ts apply: never this process's management API, and a
 // redirect reaches a local-only address only when it is the configured URL's own address and port.
 
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
@@ -14,6 +14,7 @@ import tls from "node:tls";
 import { HopGuard } from "./outbound-policy.js";
 import { showUrl } from "./http-get.js";
 import { socks5Connect } from "./socks5.js";
+import { HttpPool, PoolRefusal, type Answer, type Cancel } from "./http-pool.js";
 
 /** Bytes of an answer's body read (and discarded) to keep its connection; a longer body closes it. */
 const DRAIN_CAP = 64 * 1024;
@@ -90,8 +91,26 @@ function guardedLookup(judge: (address: string) => string | null, refused: (why:
 /** Headers a redirect to another origin does not carry. */
 const CREDENTIAL_HEADERS = ["authorization", "cookie", "proxy-authorization"];
 
+/** A request's deadline and cancellation, seen by every hop. */
+interface CallState extends Cancel {
+  timedOut: boolean;
+  aborted: boolean;
+}
+
+/** The request as HTTP/1.1 bytes for the lean pool (header values are checked already). */
+function serialize(method: string, url: URL, headers: OutgoingHttpHeaders, body: Buffer | null): Buffer {
+  let head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n`;
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) head += `${name}: ${Array.isArray(value) ? value.join(", ") : String(value)}\r\n`;
+  if (body !== null || method === "POST" || method === "PUT" || method === "PATCH") head += `Content-Length: ${body?.length ?? 0}\r\n`;
+  head += "\r\n";
+  const bytes = Buffer.from(head, "latin1");
+  return body === null || body.length === 0 ? bytes : Buffer.concat([bytes, body]);
+}
+
 export class HookClient {
   private readonly agents: { http: http.Agent; https: http.Agent };
+  /** Lean pools for plain-http origins reached without a proxy, by host:port. */
+  private readonly pools = new Map<string, HttpPool>();
 
   constructor(private readonly o: ClientOptions) {
     const base = { keepAlive: true, maxSockets: o.maxSockets, maxFreeSockets: o.maxSockets, scheduling: "lifo" as const, rejectUnauthorized: !o.insecureSkipVerify };
@@ -102,8 +121,15 @@ export class HookClient {
 
   /** Sends the request, following redirects; resolves with the final 2xx status, rejects with a SendError. */
   async send(req: SendRequest, signal?: AbortSignal): Promise<number> {
-    const deadline = AbortSignal.timeout(this.o.timeoutMs);
-    const both = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    const state: CallState = { cancel: null, timedOut: false, aborted: false };
+    const stop = (why: "timedOut" | "aborted") => (): void => {
+      state[why] = true;
+      state.cancel?.(new Error(why === "timedOut" ? "deadline" : "cancelled"));
+    };
+    // One timer and one listener per call: AbortSignal.timeout/any per request cost more CPU than the request.
+    const timer = setTimeout(stop("timedOut"), this.o.timeoutMs);
+    const onAbort = stop("aborted");
+    signal?.addEventListener("abort", onAbort);
     const guard = new HopGuard();
     let target = req.url;
     let method = req.method;
@@ -111,14 +137,14 @@ export class HookClient {
     const headers: OutgoingHttpHeaders = { ...req.headers };
     const origin = req.url.origin;
     try {
+      if (signal?.aborted) state.aborted = true;
       for (let hop = 0; ; hop++) {
-        const res = await this.hop(target, method, headers, body, guard, hop, both);
-        const status = res.statusCode ?? 0;
-        const location = res.headers.location;
-        if (status >= 300 && status < 400 && location !== undefined && this.o.maxRedirects > 0) {
-          await drain(res);
+        if (state.timedOut || state.aborted) throw new Error("stopped");
+        const a = await this.hop(target, method, headers, body, guard, hop, state);
+        const status = a.status;
+        if (status >= 300 && status < 400 && a.location !== null && this.o.maxRedirects > 0) {
           if (hop >= this.o.maxRedirects) throw new SendError(`${showUrl(target)}: more than ${this.o.maxRedirects} redirects`, "redirects", status);
-          const next = new URL(location, target);
+          const next = new URL(a.location, target);
           if (next.protocol !== "http:" && next.protocol !== "https:") throw new SendError(`${showUrl(target)}: redirected to an unsupported URL scheme '${next.protocol}'`, "refused", status);
           // 307 and 308 repeat the request; the others turn it into a GET without a body (as browsers do).
           if (status !== 307 && status !== 308 && method !== "HEAD") {
@@ -130,22 +156,36 @@ export class HookClient {
           target = next;
           continue;
         }
-        await drain(res);
-        if (status < 200 || status >= 300) throw new SendError(`${showUrl(target)}: HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ""}`, "status", status);
+        if (status < 200 || status >= 300) throw new SendError(`${showUrl(target)}: HTTP ${status}${a.statusText ? ` ${a.statusText}` : ""}`, "status", status);
         return status;
       }
     } catch (err) {
       if (err instanceof SendError) throw err;
-      if (deadline.aborted) throw new SendError(`${showUrl(target)}: no answer within ${this.o.timeoutMs}ms`, "timeout");
-      if (signal?.aborted) throw new SendError(`${showUrl(target)}: cancelled`, "cancelled");
+      if (state.timedOut) throw new SendError(`${showUrl(target)}: no answer within ${this.o.timeoutMs}ms`, "timeout");
+      if (state.aborted) throw new SendError(`${showUrl(target)}: cancelled`, "cancelled");
+      if (err instanceof PoolRefusal) throw new SendError(`${showUrl(target)}: ${err.message}`, "refused");
       throw new SendError(`${showUrl(target)}: ${err instanceof Error ? err.message : String(err)}`, "network");
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 
-  /** One request: the first hop over the pool, redirects on a connection of their own (judged as they connect). */
-  private hop(url: URL, method: string, headers: OutgoingHttpHeaders, body: Buffer | null, guard: HopGuard, hop: number, signal: AbortSignal): Promise<IncomingMessage> {
+  /** One request; resolves once its answer has been read (the body discarded). */
+  private hop(url: URL, method: string, headers: OutgoingHttpHeaders, body: Buffer | null, guard: HopGuard, hop: number, state: CallState): Promise<Answer> {
     const port = portOf(url);
     const host = stripBrackets(url.hostname);
+    // The configured URL over plain http without a proxy: the lean pool (it refuses the management API itself).
+    if (hop === 0 && url.protocol === "http:" && this.o.socks5 === null) {
+      const key = `${host}|${port}`;
+      let pool = this.pools.get(key);
+      if (!pool) this.pools.set(key, (pool = new HttpPool(host, port, this.o.maxSockets)));
+      // The guard learns the address, which a redirect back to a local address must match.
+      return pool.request(serialize(method, url, headers, body), method === "HEAD", state).then((a) => {
+        if (a.remote !== undefined) guard.judge(a.remote, port, 0);
+        return a;
+      });
+    }
     // An address in the URL is never looked up, and a proxy resolves names itself: both are judged here.
     if (isIP(host) !== 0 || this.o.socks5) {
       const why = guard.judge(host, port, hop);
@@ -163,24 +203,23 @@ export class HookClient {
       const req = (secure ? https : http).request(url, {
         method,
         headers: sent,
-        signal,
         lookup,
         ...(pooled ? { agent: secure ? this.agents.https : this.agents.http } : { agent: false as const, rejectUnauthorized: !this.o.insecureSkipVerify }),
       });
+      state.cancel = (why) => req.destroy(why);
       req.on("response", (res) => {
         // A pooled connection made for another request was judged then; this request's guard learns its address now.
         const remote = (res.socket as Socket | null)?.remoteAddress;
-        if (hop === 0 && remote && this.o.socks5 === null) {
-          const why = guard.judge(remote, port, 0);
-          if (why !== null) {
-            res.destroy();
-            reject(new SendError(`${showUrl(url)}: ${why}`, "refused"));
-            return;
-          }
+        const why = hop === 0 && remote && this.o.socks5 === null ? guard.judge(remote, port, 0) : null;
+        if (why !== null) {
+          res.destroy();
+          reject(new SendError(`${showUrl(url)}: ${why}`, "refused"));
+          return;
         }
-        resolve(res);
+        drain(res).then(() => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", location: res.headers.location ?? null }), reject);
       });
       req.on("error", (err) => reject(refusal !== null ? new SendError(`${showUrl(url)}: ${refusal}`, "refused") : err));
+      req.on("close", () => (state.cancel = null));
       req.end(body ?? undefined);
     });
   }
@@ -189,6 +228,7 @@ export class HookClient {
   close(): void {
     this.agents.http.destroy();
     this.agents.https.destroy();
+    for (const pool of this.pools.values()) pool.close();
   }
 }
 

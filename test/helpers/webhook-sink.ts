@@ -2,7 +2,8 @@
 // for the http_request tests. By default it answers 200 at once; `status(path, n)` sets another answer
 // for a path (3xx with `location`), and `hold(true)` keeps requests unanswered until `release()`.
 
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 
 export interface SinkRequest {
@@ -16,7 +17,7 @@ export interface SinkRequest {
 
 export interface WebhookSink {
   port: number;
-  /** http://127.0.0.1:<port> */
+  /** http://127.0.0.1:<port> (https:// with TLS) */
   url: string;
   requests: SinkRequest[];
   /** Answers requests for `path` (without the query string) with `status`, and `location` for a redirect. */
@@ -32,7 +33,8 @@ export interface WebhookSink {
   close(): Promise<void>;
 }
 
-export async function startWebhookSink(): Promise<WebhookSink> {
+/** With `tls`, an https server presenting that certificate. */
+export async function startWebhookSink(opts: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<WebhookSink> {
   const requests: SinkRequest[] = [];
   const statuses = new Map<string, { status: number; location?: string }>();
   const heldResponses: { res: ServerResponse; path: string }[] = [];
@@ -46,7 +48,7 @@ export async function startWebhookSink(): Promise<WebhookSink> {
     else res.writeHead(s.status, s.location ? { location: s.location } : {}).end(s.status >= 400 ? "failed on purpose" : "");
   };
 
-  const server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -56,17 +58,20 @@ export async function startWebhookSink(): Promise<WebhookSink> {
       if (holding) heldResponses.push({ res, path });
       else answer(res, path);
     });
-  });
-  server.on("connection", (s) => {
+  };
+  const server = opts.tls ? createTlsServer(opts.tls, handler) : createServer(handler);
+  const track = (s: Socket): void => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
-  });
+  };
+  if (opts.tls) server.on("secureConnection", track);
+  else server.on("connection", track);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
 
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`,
     requests,
     status: (path, status, location) => statuses.set(path, { status, location }),
     hold: (on) => (holding = on),
