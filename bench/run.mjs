@@ -16,6 +16,7 @@ import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
 import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
 import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
 import { generateRecords, recorderMetrics, timeRoute, waitDrained } from "./lib/recorder.mjs";
+import { startSink, webhookAt20k } from "./lib/webhook.mjs";
 import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsTable, resultsTable, targetsTable } from "./lib/report.mjs";
 import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
 
@@ -40,6 +41,8 @@ const BENCH = join(ROOT, "bench");
  * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
  * @property {string} [plain]        a second Sluice measured alongside (config name), for a ratio to Sluice without the scenario's addition
  * @property {boolean} [recorder]    Sluice runs a query recorder (its API on PORTS.api): dropped records are measured at 20 000 QPS
+ * @property {string} [plainLabel]   how the `plain` server is named in the tables (default "Sluice, no recorder")
+ * @property {boolean} [webhook]     Sluice sends a webhook per query to the HTTP sink (PORTS.sink): measured at 20 000 QPS beside `plain`
  */
 
 /** @type {Scenario[]} */
@@ -65,11 +68,24 @@ const SCENARIOS = [
     plain: "cache-hot",
     recorder: true,
   },
+  {
+    name: "http-request",
+    purpose: "cache-hot with an asynchronous `http_request` per query (a JSON POST to a local HTTP sink, `bench/http-sink.mjs`), against cache-hot without it (`Sluice, no webhook`) in the same rounds.",
+    config: "http-request",
+    queries: "local",
+    ref: "cache",
+    mode: "udp",
+    servers: ["sluice", "plain", "ceiling"],
+    expect: { NOERROR: 1 },
+    plain: "cache-hot",
+    plainLabel: "Sluice, no webhook",
+    webhook: true,
+  },
 ];
 // `cluster` (three instances behind dnsdist, Redis) runs only when asked for: --only cluster.
 const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "cluster"];
 
-const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306 };
+const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306, sink: 35307 };
 const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test" };
 
 // Saturation: 4 sockets, at most 200 queries outstanding, one dnsperf thread pinned to its own core while
@@ -151,7 +167,7 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
  * @param {{ tmp: string, rules: string, adguardRules: string, cert: { cert: string, key: string } }} ctx @param {Record<string, string>} [extraEnv]
  */
 function startSluice(config, port, probe, ctx, extraEnv = {}) {
-  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), ...extraEnv };
+  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), SINK_PORT: String(PORTS.sink), ...extraEnv };
   const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
   return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
 }
@@ -166,7 +182,7 @@ async function runScenario(sc, ctx) {
   const file = ctx.queries[sc.queries];
   const probe = PROBE_NAME[sc.queries];
   /** @type {ScenarioResult} */
-  const result = { name: sc.name, purpose: sc.purpose, transport: sc.mode, queries: file.slice(ROOT.length + 1), servers: {} };
+  const result = { name: sc.name, purpose: sc.purpose, transport: sc.mode, queries: file.slice(ROOT.length + 1), servers: {}, ...(sc.plainLabel ? { plainLabel: sc.plainLabel } : {}) };
   const wanted = (/** @type {string} */ name) => !sc.servers || sc.servers.includes(name);
   /** @type {Record<string, { port: number, proc: Started }>} */
   const live = wanted("ceiling") ? { ceiling: { port: PORTS.ceiling, proc: ctx.ceiling } } : {};
@@ -181,6 +197,8 @@ async function runScenario(sc, ctx) {
   try {
     const encrypted = sc.mode === "dot" || sc.mode === "doh" ? { mode: sc.mode, ...ctx.cert } : undefined;
     const refOpts = { dir: ctx.tmp, mode: sc.ref, upstreamPort: PORTS.upstream, data: ctx.refData, encrypted };
+    // The webhooks' receiver runs beside dnsperf, off the server's core.
+    if (sc.webhook) own.push(await startSink(BENCH, PORTS.sink, LOAD_CPUS));
     /** @type {[string, number, () => Promise<Started>][]} */
     const starters = [
       ["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)],
@@ -235,6 +253,10 @@ async function runScenario(sc, ctx) {
     const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     if (loaded) result.provider = loaded;
     if (sc.recorder && live.sluice) result.recorder = await recorderAt20k(base, PLAN.latRounds);
+    if (sc.webhook && live.sluice) {
+      const ports = { sluice: PORTS.sluice, plain: live.plain ? PORTS.plain : null, api: PORTS.api };
+      result.webhook = await webhookAt20k(base, ports, { rounds: Math.max(2, PLAN.latRounds), seconds: PLAN.latSeconds, latency: LATENCY }, log);
+    }
   } finally {
     for (const p of own) await stop(p);
   }

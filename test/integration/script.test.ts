@@ -155,13 +155,16 @@ describe("bounds", () => {
     expect(await metric(s, "script_queued")).toBe(0);
   });
 
-  test("async: the query does not wait for the program", async () => {
-    const s = await start(config(`args: [hook.mjs], async: true`));
+  test("async: the query does not wait for the program; with queue_size 0 only max_concurrent runs are taken", async () => {
+    const s = await start(config(`args: [hook.mjs], async: true, max_concurrent: 1, queue_size: 0`));
     gate = new HeldFile(join(s.dir, "gate.fifo"), "go");
     expect(rcodeOf(await query(s.udpPort, "wait.example", "A", { timeoutMs: 2000 }))).toBe(3);
     await until("the run to start", () => calls(s).length === 1);
+    expect(rcodeOf(await query(s.udpPort, "wait.example", "A", { timeoutMs: 2000 }))).toBe(3);
+    expect(await metric(s, "script_dropped_total")).toBe(1);
     gate.grant();
     await eventually("the run to be counted", async () => (await metric(s, "script_run_total")) === 1);
+    expect(calls(s)).toHaveLength(1);
   });
 
   test("output past max_output_bytes is discarded", async () => {

@@ -1,4 +1,4 @@
-// The bounded work of a hook executor: at most `workers` jobs run at once, at most `capacity` wait
+// The bounded work of a hook executor: at most `workers` jobs run at once, at most `capacity` more wait
 // for a turn, and a job that finds no room is refused at once (the caller counts it as dropped and
 // applies its error_mode) — a query never waits for room. Queued jobs start on a later turn of the
 // event loop (setImmediate), so an asynchronous hook adds no I/O to the query that triggered it.
@@ -20,24 +20,20 @@ export class WorkQueue {
   private idle: (() => void) | null = null;
 
   constructor(
-    capacity: number,
+    /** Jobs that may wait beyond those a free worker is about to start. */
+    private readonly capacity: number,
     private readonly workers: number,
     /** Called for every job dropped when close() gives up on it. */
     private readonly onDropped: () => void,
     /** A gauge that follows the number of waiting jobs. */
     private readonly depth: Cell = { value: 0 },
   ) {
-    this.waiting = new Array<Job | undefined>(Math.max(0, capacity));
+    this.waiting = new Array<Job | undefined>(Math.max(0, capacity) + workers);
   }
 
-  /** Jobs waiting for a turn. */
-  get queued(): number {
-    return this.size;
-  }
-
-  /** Jobs running now. */
-  get running(): number {
-    return this.active;
+  /** No job can be queued now (full, or closed). */
+  get full(): boolean {
+    return this.closed || this.size >= this.capacity + Math.max(0, this.workers - this.active);
   }
 
   /** Aborted when close() gives up on running jobs. */
@@ -47,7 +43,7 @@ export class WorkQueue {
 
   /** Queues a job to run later; false when the queue is full or closed (nothing was queued). */
   offer(job: Job): boolean {
-    if (this.closed || this.size === this.waiting.length) return false;
+    if (this.full) return false;
     this.waiting[(this.head + this.size) % this.waiting.length] = job;
     this.size++;
     this.depth.value = this.size;

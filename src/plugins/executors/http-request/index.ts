@@ -53,12 +53,17 @@ export const httpRequest = definePlugin<HttpRequestArgs, "executor">({
     const queueFull = new HookError("the request queue is full (queue_size); the request was dropped", "dropped");
     /** The hook itself: Next when the call was queued or succeeded, else what error_mode says. */
     const fire = (dns: DnsContext): StepResult => {
-      const values = set.capture(dns);
       if (args.async) {
-        if (queue.offer((signal) => send(values, signal).catch(() => undefined))) return Step.Next;
-        failures.record(queueFull);
-        return failedStep(mode, queueFull);
+        // A full queue is checked first: a dropped call reads nothing from the query.
+        if (queue.full) {
+          failures.record(queueFull);
+          return failedStep(mode, queueFull);
+        }
+        const values = set.capture(dns);
+        queue.offer((signal) => send(values, signal).catch(() => undefined));
+        return Step.Next;
       }
+      const values = set.capture(dns);
       const signal = dns.signal ? AbortSignal.any([dns.signal, queue.signal]) : queue.signal;
       return send(values, signal).then(
         () => Step.Next,

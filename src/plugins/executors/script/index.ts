@@ -167,13 +167,17 @@ export const script = definePlugin<ScriptArgs, "executor">({
     };
 
     const execute = (dns: DnsContext): StepResult => {
-      const values = c.set.capture(dns);
       const asked = performance.now();
       if (args.async) {
-        if (queue.offer((signal) => run(values, asked, signal).then(() => undefined, () => undefined))) return Step.Next;
-        failures.record(full, { command });
-        return failedStep(args.error_mode, full);
+        if (queue.full) {
+          failures.record(full, { command });
+          return failedStep(args.error_mode, full);
+        }
+        const values = c.set.capture(dns);
+        queue.offer((signal) => run(values, asked, signal).then(() => undefined, () => undefined));
+        return Step.Next;
       }
+      const values = c.set.capture(dns);
       let step: Step = Step.Next;
       const started = queue.submit(async (signal) => {
         step = await run(values, asked, dns.signal ? AbortSignal.any([signal, dns.signal]) : signal);
