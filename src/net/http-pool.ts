@@ -217,6 +217,8 @@ class Conn {
 
 export class HttpPool {
   private readonly idle: Conn[] = [];
+  /** Connections with a request in flight. */
+  private readonly busy = new Set<Conn>();
   private open = 0;
   private readonly waiters: ((c: Conn | Error) => void)[] = [];
   private closed = false;
@@ -237,9 +239,13 @@ export class HttpPool {
       throw new PoolRefusal(`${remote}:${this.port} is this program's own management API; outbound requests never go there`);
     }
     cancel.cancel = (why) => conn.destroy(why);
+    this.busy.add(conn);
     try {
-      return { ...(await conn.send(data, isHead)), remote };
+      const a = await conn.send(data, isHead);
+      a.remote = remote;
+      return a;
     } finally {
+      this.busy.delete(conn);
       cancel.cancel = null;
     }
   }
@@ -305,9 +311,11 @@ export class HttpPool {
     this.connect().then(waiter, (e: Error) => waiter(e));
   }
 
+  /** Closes every connection; requests in flight fail ("the client is closed"). */
   close(): void {
     this.closed = true;
     for (const c of this.idle.splice(0)) c.destroy(new Error("closed"));
+    for (const c of [...this.busy]) c.destroy(new Error("the client is closed"));
     for (const w of this.waiters.splice(0)) w(new Error("the client is closed"));
   }
 }

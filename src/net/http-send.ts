@@ -134,7 +134,8 @@ export class HookClient {
     let target = req.url;
     let method = req.method;
     let body = req.body;
-    const headers: OutgoingHttpHeaders = { ...req.headers };
+    // Copied only when a redirect changes them.
+    let headers: OutgoingHttpHeaders = req.headers;
     const origin = req.url.origin;
     try {
       if (signal?.aborted) state.aborted = true;
@@ -146,6 +147,7 @@ export class HookClient {
           if (hop >= this.o.maxRedirects) throw new SendError(`${showUrl(target)}: more than ${this.o.maxRedirects} redirects`, "redirects", status);
           const next = new URL(a.location, target);
           if (next.protocol !== "http:" && next.protocol !== "https:") throw new SendError(`${showUrl(target)}: redirected to an unsupported URL scheme '${next.protocol}'`, "refused", status);
+          headers = { ...headers };
           // 307 and 308 repeat the request; the others turn it into a GET without a body (as browsers do).
           if (status !== 307 && status !== 308 && method !== "HEAD") {
             method = "GET";

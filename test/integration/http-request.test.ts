@@ -174,6 +174,19 @@ describe("asynchronous: a bounded queue that never slows DNS", () => {
     expect(s.logs.filter((l) => l.msg === "http_request failed" && l.level === 40 && l.reason === "dropped")).toHaveLength(1);
   });
 
+  test("stopping while the receiver holds the calls takes at most about one timeout", async () => {
+    sink.hold(true);
+    const s = await start(config(`{ method: GET, url: "${sink.url}/held", timeout: 300ms, queue_size: 16, max_concurrent: 1 }`));
+    for (let i = 0; i < 10; i++) expect(rcodeOf(await query(s.udpPort, `q${i}.example`, "A"))).toBe(3);
+    await sink.waitFor(1);
+    // Sent one after another, the ten calls would take 10 × 300 ms; the rest is dropped after one timeout.
+    const began = performance.now();
+    await s.stop();
+    running = null;
+    expect(performance.now() - began).toBeLessThan(1500);
+    expect(sink.requests.length).toBeLessThan(4);
+  });
+
   test("a full queue with error_mode stop stops the pipeline; with fail the query gets SERVFAIL", async () => {
     sink.hold(true);
     const s = await start(

@@ -37,8 +37,12 @@ export const httpRequest = definePlugin<HttpRequestArgs, "executor">({
     const mode = args.error_mode;
     const set = compiled.set;
 
+    // When the queue gives up on its running calls (destroy), the client's connections close under them:
+    // one listener for the plugin, not one per call.
+    queue.signal.addEventListener("abort", () => client.close(), { once: true });
+
     /** One call for captured values; rejects with a HookError (counted and logged here). */
-    const send = async (values: string[], signal: AbortSignal): Promise<void> => {
+    const send = async (values: string[], signal: AbortSignal | undefined): Promise<void> => {
       try {
         const req = buildRequest(compiled, values);
         dispatched.value++;
@@ -60,12 +64,12 @@ export const httpRequest = definePlugin<HttpRequestArgs, "executor">({
           return failedStep(mode, queueFull);
         }
         const values = set.capture(dns);
-        queue.offer((signal) => send(values, signal).catch(() => undefined));
+        queue.offer(() => send(values, undefined).catch(() => undefined));
         return Step.Next;
       }
       const values = set.capture(dns);
-      const signal = dns.signal ? AbortSignal.any([dns.signal, queue.signal]) : queue.signal;
-      return send(values, signal).then(
+      // A background run (cron) that is cancelled stops its call.
+      return send(values, dns.signal ?? undefined).then(
         () => Step.Next,
         (err: unknown) => failedStep(mode, asHookError(err)),
       );

@@ -144,6 +144,8 @@ export interface CompiledRequest {
   readonly contentType: string | null;
   readonly timeoutMs: number;
   readonly socks5: string | null;
+  /** The URL, when nothing in it changes per query. */
+  readonly fixedUrl: URL | null;
 }
 
 /** Compiles the args; throws an ArgError at the offending path. */
@@ -182,7 +184,8 @@ export function compileRequest(args: HttpRequestArgs): CompiledRequest {
     contentType = "application/x-www-form-urlencoded";
   }
   const socks5 = args.socks5 === undefined ? null : socks5Url(args.socks5);
-  return { set, method: args.method.toUpperCase(), url, query, headers, body, contentType, timeoutMs: parseDuration(args.timeout), socks5 };
+  const fixedUrl = url.constant !== null && query.length === 0 ? new URL(url.constant) : null;
+  return { set, method: args.method.toUpperCase(), url, query, headers, body, contentType, timeoutMs: parseDuration(args.timeout), socks5, fixedUrl };
 }
 
 export function checkRequest(args: HttpRequestArgs): ArgProblem[] {
@@ -197,7 +200,8 @@ export function checkRequest(args: HttpRequestArgs): ArgProblem[] {
 
 /** The request for one query's captured values (built when it is sent). */
 export function buildRequest(c: CompiledRequest, values: readonly string[]): SendRequest {
-  const url = new URL(render(c.url, values, urlValue));
+  // A URL without keys or query_params is parsed once (the client never changes it).
+  const url = c.fixedUrl ?? new URL(render(c.url, values, urlValue));
   for (const [k, t] of c.query) url.searchParams.append(k, render(t, values));
   const headers: OutgoingHttpHeaders = { "user-agent": `sluice/${VERSION}` };
   let typed = false;
