@@ -5,8 +5,8 @@
 import type net from "node:net";
 import { SocksClient } from "socks";
 
-/** A TCP connection to host:port through the proxy `socks5://[user:pass@]proxy:port`, handshake done. */
-export async function socks5Connect(proxy: string, host: string, port: number): Promise<net.Socket> {
+/** A TCP connection to host:port through the proxy `socks5://[user:pass@]proxy:port`, handshake done (within `timeoutMs` when given). */
+export async function socks5Connect(proxy: string, host: string, port: number, timeoutMs?: number): Promise<net.Socket> {
   const url = new URL(proxy);
   const userId = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);
@@ -15,6 +15,7 @@ export async function socks5Connect(proxy: string, host: string, port: number): 
       proxy: { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 1080), type: 5, ...(userId ? { userId, password } : {}) },
       command: "connect",
       destination: { host: host.replace(/^\[|\]$/g, ""), port },
+      ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
     });
     return socket;
   } catch (err) {

@@ -14,6 +14,7 @@ import { dropResp } from "./executors/drop-resp.js";
 import { ecsHandler } from "./executors/ecs-handler.js";
 import { forwardEdns0opt } from "./executors/forward-edns0opt.js";
 import { preferIpv4, preferIpv6 } from "./executors/prefer-ip.js";
+import { ipSelector } from "./executors/ip-selector/index.js";
 import { redirect } from "./executors/redirect.js";
 import { ttl } from "./executors/ttl.js";
 import { debugPrint } from "./executors/debug-print.js";
@@ -79,6 +80,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   redirect,
   preferIpv4,
   preferIpv6,
+  ipSelector,
   ecsHandler,
   forwardEdns0opt,
   fallback,
