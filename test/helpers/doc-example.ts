@@ -69,6 +69,12 @@ export interface ExampleOptions {
   env?: NodeJS.ProcessEnv;
   /** Applied to each command's output before it is returned (e.g. to round a time left). */
   normalize?: (output: string, command: string) => string;
+  /**
+   * The port every `listen: 127.0.0.1:5353` gets instead of 0 (one free for UDP and TCP: freePort() in
+   * unbound.ts), for examples whose commands reach both listeners at one address; `127.0.0.1:5353` in
+   * commands becomes it too.
+   */
+  listenPort?: number;
 }
 
 /** Starts the example's configuration with `sluice start` and returns a runner for its commands. */
@@ -79,7 +85,8 @@ export async function startDocExample(title: string, options: ExampleOptions = {
     mkdirSync(dirname(join(dir, name)), { recursive: true });
     writeFileSync(join(dir, name), content);
   }
-  let yaml = example.yaml.replaceAll("127.0.0.1:9080", "127.0.0.1:0").replace(/listen: "?127\.0\.0\.1:5353"?/g, 'listen: "127.0.0.1:0"');
+  const listen = `127.0.0.1:${String(options.listenPort ?? 0)}`;
+  let yaml = example.yaml.replaceAll("127.0.0.1:9080", "127.0.0.1:0").replace(/listen: "?127\.0\.0\.1:5353"?/g, `listen: "${listen}"`);
   for (const [from, to] of options.replace ?? []) yaml = yaml.replaceAll(from, to);
   writeFileSync(join(dir, "sluice.yaml"), yaml);
   const cli = startCli(["-c", "sluice.yaml", "-d", dir], { env: options.env });
@@ -91,6 +98,7 @@ export async function startDocExample(title: string, options: ExampleOptions = {
   const exec = async (command: string): Promise<string> => {
     let line = command.replaceAll("http://127.0.0.1:9080", base).replaceAll("127.0.0.1:9080", base.slice(7));
     line = line.replaceAll("-p 5353", `-p ${String(/\+tcp\b/.test(command) ? tcpPort : udpPort)}`);
+    if (options.listenPort !== undefined) line = line.replaceAll("127.0.0.1:5353", listen);
     for (const [from, to] of options.replace ?? []) line = line.replaceAll(from, to);
     const { stdout } = await run("bash", ["-o", "pipefail", "-c", line], { cwd: dir, timeout: 15_000, env: { ...process.env, ...options.env } });
     const out = stdout.replace(/\n+$/, "");
