@@ -6,6 +6,7 @@ import { providerControl } from "./providers/control.js";
 import { arbitrary } from "./executors/arbitrary.js";
 import { blackHole } from "./executors/black-hole.js";
 import { cache } from "./executors/cache/index.js";
+import { ddr } from "./executors/ddr.js";
 import { forward } from "./executors/forward.js";
 import { hosts } from "./executors/hosts.js";
 import { sequence } from "./executors/sequence.js";
@@ -72,6 +73,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   sequence,
   forward,
   blackHole,
+  ddr,
   sleep,
   hosts,
   cache,

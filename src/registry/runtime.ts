@@ -14,7 +14,7 @@ import type { Catalog } from "./catalog.js";
 import type { Concern, ConcernEnv } from "./control.js";
 import { MatcherModes } from "./matcher-mode.js";
 import type { Services } from "./services.js";
-import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type PluginKind, type ServerPlugin } from "./types.js";
+import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type EncryptedEndpoint, type PluginKind, type ServerPlugin } from "./types.js";
 
 export interface LivePlugin {
   tag: string;
@@ -59,6 +59,8 @@ export type ControlResolver = (tag: string) => ControlHandle;
 export class Runtime {
   readonly plugins = new Map<string, LivePlugin>();
   readonly modes = new MatcherModes();
+  /** Set once every server has started (what `encryptedEndpoints` waits for). */
+  private started = false;
 
   constructor(
     /** The configuration this runtime was built from. */
@@ -177,7 +179,18 @@ export class Runtime {
       },
       isExecutorType: (word) => this.isExecutorType(word),
       control: (t) => this.controls(t),
+      encryptedEndpoints: () => (this.started ? this.encryptedEndpoints() : null),
     };
+  }
+
+  private encryptedEndpoints(): EncryptedEndpoint[] {
+    const out: EncryptedEndpoint[] = [];
+    for (const rp of this.analysis.plugins) {
+      const live = this.plugins.get(rp.config.tag);
+      const endpoint = live?.kind === "server" ? (live.instance as ServerPlugin).encrypted?.() : null;
+      if (endpoint) out.push(endpoint);
+    }
+    return out;
   }
 
   private isExecutorType(word: string): boolean {
@@ -218,6 +231,7 @@ export class Runtime {
       const live = this.plugins.get(tag);
       if (live?.kind === "server") await (live.instance as ServerPlugin).start();
     }
+    this.started = true;
   }
 
   private async destroyOne(live: LivePlugin): Promise<void> {

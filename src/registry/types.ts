@@ -34,6 +34,20 @@ export interface ServerPlugin extends Lifecycle {
   start(): Promise<void>;
   /** Where it listens (the real port when the config said 0). */
   address(): { protocol: string; address: string; port: number };
+  /** The encrypted DNS it serves (DoT, DoH over TLS), which `ddr` advertises; null or absent: none. */
+  encrypted?(): EncryptedEndpoint | null;
+}
+
+/** A DNS-over-TLS or DNS-over-HTTPS service of a server of this runtime. */
+export interface EncryptedEndpoint {
+  /** The server's tag. */
+  tag: string;
+  protocol: "dot" | "doh";
+  /** The bound address (`0.0.0.0` / `::` for every address) and the real port. */
+  address: string;
+  port: number;
+  /** DoH: the path of the server's first entry (`/dns-query`). */
+  path?: string;
 }
 
 export interface PluginByKind {
@@ -71,6 +85,11 @@ export interface CreateContext {
    * drive one (`reload_provider` → a provider's reload). Resolved when called, not at create time.
    */
   control(tag: string): ControlHandle;
+  /**
+   * The encrypted DNS services of this runtime's servers, in configuration order; null until the
+   * servers have started (they are created after the executors they call, so ask while answering).
+   */
+  encryptedEndpoints(): readonly EncryptedEndpoint[] | null;
 }
 
 /** Asks a plugin's concern actor to do something and waits for the outcome. */

@@ -129,6 +129,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
     const scheme = secure ? "https" : "http";
     return {
       address: () => ({ protocol: "doh", ...listener.address() }),
+      encrypted: () => (secure ? { tag: ctx.tag, protocol: "doh", ...listener.address(), path: args.entries[0].path } : null),
       start() {
         listener.configure(limits);
         listener.useStats(connStats);
