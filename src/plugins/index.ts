@@ -28,6 +28,7 @@ import { reload } from "./executors/reload.js";
 import { cron } from "./executors/cron/index.js";
 import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
+import { learnDomain } from "./executors/learn-domain.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -48,6 +49,7 @@ import { rateLimiterMatcher } from "./matchers/rate-limiter.js";
 import { stringExpMatcher } from "./matchers/string-exp.js";
 import { adguardRule } from "./providers/adguard-rule.js";
 import { domainSet } from "./providers/domain-set.js";
+import { dynamicDomainSet } from "./providers/dynamic-domain-set/index.js";
 import { geoip } from "./providers/geoip.js";
 import { geosite } from "./providers/geosite.js";
 import { ipSet } from "./providers/ip-set.js";
@@ -87,6 +89,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   forwardEdns0opt,
   fallback,
   reverseLookup,
+  learnDomain,
   metricsCollector,
   querySummary,
   queryRecorder,
@@ -117,6 +120,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   questionMatcher,
   // providers
   domainSet,
+  dynamicDomainSet,
   ipSet,
   geosite,
   geoip,
