@@ -42,6 +42,8 @@ import { readFile, writeFile } from "node:fs/promises";
  * @property {Record<string, ServerResult>} servers
  * @property {ProviderResult} [provider]
  * @property {RecorderAt20k} [recorder]  records written and dropped at 20 000 QPS (scenarios with a recorder)
+ * @property {Record<string, string>} [labels]  names of servers in this scenario's rows (the second Sluice: what it lacks)
+ * @property {import("./cache-metrics.mjs").CacheResult} [cache]  cache hit rates per server and phase (prefetch)
  */
 
 /**
@@ -125,20 +127,21 @@ export function resultsTable(scenarios) {
       const r = s.servers[name];
       if (!r) continue;
       const label = `${s.name}${TRANSPORT_LABEL[s.transport] ?? ""}`;
+      const server = s.labels?.[name] ?? LABEL[name];
       if (r.error) {
-        lines.push(`| ${label} | ${LABEL[name]} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
+        lines.push(`| ${label} | ${server} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
         continue;
       }
       const l = r.latency;
       const short = l && l.qps < 19_000 ? ` (${fmt(l.qps)} QPS)` : "";
       const rt = name === "sluice" ? "—" : fmt(ratio(s, name), 2);
       lines.push(
-        `| ${label} | ${LABEL[name]} | ${fmt(r.qps)} | ${fmt(median(r.rounds))} | ${fmt(r.lost)} | ${r.cpu === null ? "—" : `${Math.round(r.cpu * 100)}%`} | ` +
+        `| ${label} | ${server} | ${fmt(r.qps)} | ${fmt(median(r.rounds))} | ${fmt(r.lost)} | ${r.cpu === null ? "—" : `${Math.round(r.cpu * 100)}%`} | ` +
           `${fmt(l?.avgMs, 3)}${short} | ${l ? (l.p99Ms === null ? ">1% lost" : fmt(l.p99Ms, 3)) : "—"} | ${fmt(l?.lost)} | ${rt} |`,
       );
     }
   }
-  const notes = scenarios.flatMap((s) => SERVER_ORDER.filter((n) => s.servers[n]?.note).map((n) => `- ${s.name} / ${LABEL[n]}: ${s.servers[n].note}`));
+  const notes = scenarios.flatMap((s) => SERVER_ORDER.filter((n) => s.servers[n]?.note).map((n) => `- ${s.name} / ${s.labels?.[n] ?? LABEL[n]}: ${s.servers[n].note}`));
   if (notes.length > 0) lines.push("", "Measurements that failed:", ...notes);
   return lines.join("\n");
 }
