@@ -26,6 +26,7 @@ import { reload } from "./executors/reload.js";
 import { cron } from "./executors/cron/index.js";
 import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
+import { rosAddressList } from "./executors/ros-address-list/index.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -91,6 +92,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   reload,
   cron,
   download,
+  rosAddressList,
   // matchers
   trueMatcher,
   falseMatcher,
