@@ -156,7 +156,8 @@ describe("ros_address_list", () => {
     const clockShift = { ms: 0 };
     const { s, router } = await start("      fixed_ttl: 100", { clockShift });
     await query(s.udpPort, "one.test");
-    await until("the row", () => router.rows().length === 1);
+    await query(s.udpPort, "long.test");
+    await until("the rows", () => router.rows().length === 2);
     await settled(s);
     const puts = (): number => router.calls.filter((c) => c.method === "PUT").length;
     const patches = (): string[] => router.calls.filter((c) => c.method === "PATCH").map((c) => JSON.stringify(c.body));
@@ -164,13 +165,13 @@ describe("ros_address_list", () => {
     clockShift.ms = 70_000; // 30 s of 100 left: not yet
     await query(s.udpPort, "one.test");
     await settled(s);
-    expect([puts(), patches()]).toEqual([1, []]);
-    expect(await metric(s, "observe_total")).toBe(7);
+    expect([puts(), patches()]).toEqual([2, []]);
+    expect(await metric(s, "observe_total")).toBe(8);
     clockShift.ms = 80_000; // 20 s left, under a quarter
     await query(s.udpPort, "one.test");
     await until("the refresh", () => patches().length === 1);
     expect(patches()).toEqual([JSON.stringify({ timeout: "1m40s" })]);
-    expect(router.rows()[0].timeoutSet).toBe(100);
+    expect(router.rows().map((r) => r.timeoutSet)).toEqual([100, 100]);
     await settled(s);
     expect(await metric(s, "refreshed_total")).toBe(1);
     // A row the router let expire is added again.
@@ -178,7 +179,9 @@ describe("ros_address_list", () => {
     clockShift.ms = 300_000;
     await query(s.udpPort, "one.test");
     await until("the row again", () => router.rows().length === 1);
-    expect(puts()).toBe(2);
+    expect(puts()).toBe(3);
+    // The batch also forgot the row of long.test, whose timeout ran out meanwhile.
+    expect((await settled(s)).entries).toEqual({ dynamic: 1, persistent: 0, foreign: 0 });
   });
 
   test("observations made while the start-up scan is held go out together, batch_size at a time", async () => {
@@ -219,6 +222,18 @@ describe("ros_address_list", () => {
     expect(st.entries.dynamic).toBe(1);
   });
 
+  test("a call the router does not answer within `timeout` counts as a timeout and is retried", async () => {
+    const { s, router } = await start("      timeout: 100ms\n      retries: 1");
+    await settled(s);
+    router.hold();
+    await query(s.udpPort, "one.test");
+    await until("two timed-out attempts", async () => (await metric(s, "sync_timeout_total")) === 2);
+    expect(await metric(s, "retry_total")).toBe(1);
+    await until("given up", async () => (await metric(s, "failed_total")) === 1);
+    expect((await status(s)).last_error).toMatch(/PUT .*: no answer within 100ms/);
+    router.release();
+  });
+
   test("a full intake drops (and counts) addresses without slowing the query", async () => {
     const router = await startFakeRouter({ tls: pki.server });
     router.hold();
@@ -251,7 +266,7 @@ describe("ros_address_list", () => {
     await until("the held row", () => router.rows().length === 2);
   });
 
-  test("TLS: a router certificate not from `ca` is refused; insecure_skip_verify accepts it; a wrong password is reported", async () => {
+  test("TLS: a router certificate not from `ca` is refused; insecure_skip_verify accepts it, tls.ca too; a wrong password is reported", async () => {
     const noCa = await start("", { ca: false });
     await until("a TLS failure", async () => /TLS: /.test((await status(noCa.s)).last_error ?? ""));
     expect((await status(noCa.s)).recovered).toBe(false);
@@ -262,6 +277,11 @@ describe("ros_address_list", () => {
     const insecure = await start("      insecure_skip_verify: true", { ca: false });
     await query(insecure.s.udpPort, "one.test");
     await until("the row", () => insecure.router.rows().length === 1);
+
+    // OxiDNS's form of the CA, with its connection timeouts.
+    const oxi = await start(`      tls: { ca: "${caFile}" }\n      connect_timeout: 5\n      receive_timeout: 5`, { ca: false });
+    await query(oxi.s.udpPort, "one.test");
+    await until("the row", () => oxi.router.rows().length === 1);
 
     const badPassword = await start("", { password: "wrong" });
     await until("a refusal", async () => /refused the username or password/.test((await status(badPassword.s)).last_error ?? ""));

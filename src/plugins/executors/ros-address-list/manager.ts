@@ -48,6 +48,8 @@ export interface ManagerOptions {
 
 /** Cleanup's whole budget: a router that does not answer does not hold the shutdown longer. */
 export const CLEANUP_BUDGET_MS = 30_000;
+/** How often a batch also forgets rows whose timeout has run out (the router removed them). */
+const SWEEP_EVERY_MS = 60_000;
 
 const asRosError = (err: unknown): RosError => (err instanceof RosError ? err : new RosError(err instanceof Error ? err.message : String(err), "answer"));
 
@@ -64,9 +66,11 @@ export class RosManager {
   /** What the router holds for this plugin, by address key (`4|1.2.3.4`). Replaced by each scan. */
   ledger = new Map<string, Held>();
   private readonly desired: Map<string, PersistentAddress>;
+  private sweptAt: number;
 
   constructor(private readonly o: ManagerOptions) {
     this.desired = new Map(o.persistent.map((p) => [keyOf(p.family, p.address), p]));
+    this.sweptAt = o.clock();
   }
 
   get hasPersistent(): boolean {
@@ -115,9 +119,18 @@ export class RosManager {
       // A sync-mode query waits for the first attempt only.
       release(p);
     });
+    this.sweep();
     o.counters.entries.value = this.ledger.size;
     if (error !== null) o.log.warn({ batch: batch.length, retry: o.backlog.size, err: error }, "ros_address_list: calls of a batch failed");
     return { handled, retry: o.backlog.size, error };
+  }
+
+  /** Forgets expired rows now and then, so the ledger holds what the router holds, not every address ever seen. */
+  private sweep(): void {
+    const now = this.o.clock();
+    if (now - this.sweptAt < SWEEP_EVERY_MS) return;
+    this.sweptAt = now;
+    for (const [key, held] of this.ledger) if (held.expiresAt !== null && held.expiresAt <= now) this.ledger.delete(key);
   }
 
   private async apply(p: Pending, signal: AbortSignal): Promise<void> {
