@@ -29,6 +29,7 @@ import { cron } from "./executors/cron/index.js";
 import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
 import { learnDomain } from "./executors/learn-domain.js";
+import { rosAddressList } from "./executors/ros-address-list/index.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -98,6 +99,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   reload,
   cron,
   download,
+  rosAddressList,
   // matchers
   trueMatcher,
   falseMatcher,
