@@ -6,7 +6,7 @@ import { providerControl } from "./providers/control.js";
 import { arbitrary } from "./executors/arbitrary.js";
 import { blackHole } from "./executors/black-hole.js";
 import { cache } from "./executors/cache/index.js";
-import { forward } from "./executors/forward.js";
+import { forward } from "./executors/forward/index.js";
 import { hosts } from "./executors/hosts.js";
 import { sequence } from "./executors/sequence.js";
 import { sleep } from "./executors/sleep.js";

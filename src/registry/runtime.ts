@@ -9,7 +9,9 @@ import { recordsInstance } from "../config/cluster.js";
 import type { SluiceConfig } from "../config/load.js";
 import { renderPath } from "../config/diagnostics.js";
 import type { Executor, Matcher } from "../engine/types.js";
-import { resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
+import { openOutbound } from "../engine/upstream/outbound.js";
+import type { Outbound } from "../net/outbound.js";
+import { outboundProblem, resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
 import type { Catalog } from "./catalog.js";
 import type { Concern, ConcernEnv } from "./control.js";
 import { MatcherModes } from "./matcher-mode.js";
@@ -59,6 +61,8 @@ export type ControlResolver = (tag: string) => ControlHandle;
 export class Runtime {
   readonly plugins = new Map<string, LivePlugin>();
   readonly modes = new MatcherModes();
+  /** The egress profiles plugins asked for (ctx.outbound), made once per runtime. */
+  private readonly outbounds = new Map<string, Outbound>();
 
   constructor(
     /** The configuration this runtime was built from. */
@@ -177,7 +181,21 @@ export class Runtime {
       },
       isExecutorType: (word) => this.isExecutorType(word),
       control: (t) => this.controls(t),
+      outbound: (name) => this.outbound(name),
     };
+  }
+
+  /** The profile `name` of network.outbound (DIRECT for none); analysis made sure it exists. */
+  outbound(name: string | null | undefined): Outbound {
+    if (name === null || name === undefined) return openOutbound(null);
+    let o = this.outbounds.get(name);
+    if (!o) {
+      const settings = this.config.outbound[name] as SluiceConfig["outbound"][string] | undefined;
+      if (!settings) throw new ArgError(outboundProblem(name, this.config.outbound) ?? `no outbound profile '${name}'`);
+      o = openOutbound(settings);
+      this.outbounds.set(name, o);
+    }
+    return o;
   }
 
   private isExecutorType(word: string): boolean {
@@ -187,7 +205,7 @@ export class Runtime {
 
   /** Quick-setup args were fully checked during analysis; nothing nests further here. */
   private checkEnv(): CheckEnv {
-    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word) };
+    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word), outboundProblem: (name) => outboundProblem(name, this.config.outbound) };
   }
 
   private get(tag: string, kind: PluginKind): AnyPlugin {
