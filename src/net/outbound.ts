@@ -138,7 +138,8 @@ export class Outbound {
         const host = req.hostname ?? req.host ?? "localhost";
         const servername = req.servername ?? (isIP(host) === 0 ? host : undefined);
         const own: tls.ConnectionOptions = { ca: req.ca, cert: req.cert, key: req.key, rejectUnauthorized: req.rejectUnauthorized, checkServerIdentity: req.checkServerIdentity };
-        const settings = { ...options, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)), ...(servername ? { servername } : {}) };
+        // `host` names what the certificate must match when there is no server name (an IP).
+        const settings = { ...options, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)), host, ...(servername ? { servername } : {}) };
         via(req, 443, (socket) => tls.connect({ ...settings, socket }), done);
         return undefined;
       }

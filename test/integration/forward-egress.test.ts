@@ -98,7 +98,7 @@ test("min_conns through a SOCKS5 proxy: the DoT connection and the DoH session e
   expect(proxy.targets.length).toBe(before + 2);
 });
 
-test("socks5: TCP, DoT and DoH upstreams connect through the proxy, which resolves their names; a udp:// upstream speaks TCP through it", async () => {
+test("socks5: TCP, DoT and DoH upstreams connect through the proxy, which resolves their names; a udp:// upstream speaks TCP through it; port overrides the address's", async () => {
   const before = proxy.targets.length;
   const tcpBefore = raw.tcpReceived.length;
   const udpBefore = raw.udpReceived.length;
@@ -107,15 +107,17 @@ test("socks5: TCP, DoT and DoH upstreams connect through the proxy, which resolv
     dot: `{ upstreams: [{ addr: "tls://dns.localhost:${encrypted.port("dot")}", socks5: "${proxy.url}", ${ca()} }] }`,
     doh: `{ upstreams: [{ addr: "https://dns.localhost:${encrypted.port("doh")}/dns-query", socks5: "${proxy.url}", ${ca()} }] }`,
     plain_udp: `{ upstreams: [{ addr: "udp://127.0.0.1:${raw.port}", socks5: "${proxy.url}" }] }`,
+    ported: `{ upstreams: [{ addr: "tcp://127.0.0.1", port: ${raw.port}, socks5: "${proxy.url}" }] }`,
   });
   expect(answerIps(await query(s.udpPort, "a.tcp.test"))).toEqual(["192.0.2.2"]);
   expect(answerIps(await query(s.udpPort, "a.dot.test"))).toEqual(["192.0.2.53"]);
   expect(answerIps(await query(s.udpPort, "b.dot.test"))).toEqual(["192.0.2.53"]);
   expect(answerIps(await query(s.udpPort, "a.doh.test"))).toEqual(["192.0.2.53"]);
   expect(answerIps(await query(s.udpPort, "a.plain-udp.test"))).toEqual(["192.0.2.2"]);
-  // One connection each (the DoT one reused), names as written.
-  expect(proxy.targets.slice(before)).toEqual([`127.0.0.1:${raw.port}`, `dns.localhost:${encrypted.port("dot")}`, `dns.localhost:${encrypted.port("doh")}`, `127.0.0.1:${raw.port}`]);
-  expect(raw.tcpReceived.length - tcpBefore).toBe(2);
+  expect(answerIps(await query(s.udpPort, "a.ported.test"))).toEqual(["192.0.2.2"]);
+  // One connection each (the DoT one reused), names as written; `port` overrides the scheme's 53.
+  expect(proxy.targets.slice(before)).toEqual([`127.0.0.1:${raw.port}`, `dns.localhost:${encrypted.port("dot")}`, `dns.localhost:${encrypted.port("doh")}`, `127.0.0.1:${raw.port}`, `127.0.0.1:${raw.port}`]);
+  expect(raw.tcpReceived.length - tcpBefore).toBe(3);
   expect(raw.udpReceived.length).toBe(udpBefore);
 });
 

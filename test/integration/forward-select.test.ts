@@ -42,6 +42,13 @@ const waitFor = async (what: string, cond: () => boolean): Promise<void> => {
   }
 };
 
+test("concurrent goes up to 32: with five upstreams, every query asks all five at once", async () => {
+  const ups = await Promise.all([1, 2, 3, 4, 5].map((n) => fixed([`192.0.2.${n}`], { delayMs: n === 5 ? 0 : 200 })));
+  const s = await sluice(`      concurrent: 32\n${upstreams(...ups.map((u, i) => ({ port: u.port, tag: `u${i}` })))}`);
+  for (let i = 0; i < 3; i++) expect(answerIps(await query(s.udpPort, `wide${i}.example`))).toEqual(["192.0.2.5"]);
+  expect(ups.map((u) => u.udpReceived.length)).toEqual([3, 3, 3, 3, 3]);
+});
+
 test("balanced, one at a time: queries are spread round robin over idle upstreams", async () => {
   const ups = await Promise.all(["192.0.2.1", "192.0.2.2", "192.0.2.3"].map((ip) => fixed([ip])));
   const s = await sluice(`      response_selection: balanced\n${upstreams(...ups.map((u, i) => ({ port: u.port, tag: `u${i}` })))}`);

@@ -125,7 +125,7 @@ function checkUpstream(u: UpstreamArgs, i: number, env: CheckEnv): ArgProblem[] 
   if (u.min_conns !== undefined && u.min_conns > 0) {
     const max = u.max_conns ?? DEFAULT_MAX_CONNS;
     if (u.min_conns > max) problems.push({ path: at("min_conns"), message: `min_conns (${u.min_conns}) must not exceed max_conns (${max}${u.max_conns === undefined ? ", the default" : ""})` });
-    if (protocol === "udp" && u.socks5 === undefined) problems.push({ path: at("min_conns"), message: "min_conns applies to tcp://, tls:// and https:// upstreams (and udp:// ones through a socks5 proxy, which speak TCP)" });
+    if (protocol === "udp" && u.socks5 === undefined) problems.push({ path: at("min_conns"), message: "min_conns applies to tcp://, tls:// and https:// upstreams (and udp:// ones with their own socks5, which speak TCP)" });
   }
   return problems;
 }
