@@ -7,7 +7,7 @@ import { arbitrary } from "./executors/arbitrary.js";
 import { blackHole } from "./executors/black-hole.js";
 import { cache } from "./executors/cache/index.js";
 import { ddr } from "./executors/ddr.js";
-import { forward } from "./executors/forward.js";
+import { forward } from "./executors/forward/index.js";
 import { hosts } from "./executors/hosts.js";
 import { sequence } from "./executors/sequence.js";
 import { sleep } from "./executors/sleep.js";

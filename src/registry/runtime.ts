@@ -9,7 +9,9 @@ import { recordsInstance } from "../config/cluster.js";
 import type { SluiceConfig } from "../config/load.js";
 import { renderPath } from "../config/diagnostics.js";
 import type { Executor, Matcher } from "../engine/types.js";
-import { resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
+import { openOutbound } from "../engine/upstream/outbound.js";
+import type { Outbound } from "../net/outbound.js";
+import { outboundProblem, resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
 import type { Catalog } from "./catalog.js";
 import type { Concern, ConcernEnv } from "./control.js";
 import { MatcherModes } from "./matcher-mode.js";
@@ -61,6 +63,8 @@ export class Runtime {
   readonly modes = new MatcherModes();
   /** Set once every server has started (what `encryptedEndpoints` waits for). */
   private started = false;
+  /** The egress profiles plugins asked for (ctx.outbound), made once per runtime. */
+  private readonly outbounds = new Map<string, Outbound>();
 
   constructor(
     /** The configuration this runtime was built from. */
@@ -180,6 +184,7 @@ export class Runtime {
       isExecutorType: (word) => this.isExecutorType(word),
       control: (t) => this.controls(t),
       encryptedEndpoints: () => (this.started ? this.encryptedEndpoints() : null),
+      outbound: (name) => this.outbound(name),
     };
   }
 
@@ -193,6 +198,19 @@ export class Runtime {
     return out;
   }
 
+  /** The profile `name` of network.outbound (DIRECT for none); analysis made sure it exists. */
+  outbound(name: string | null | undefined): Outbound {
+    if (name === null || name === undefined) return openOutbound(null);
+    let o = this.outbounds.get(name);
+    if (!o) {
+      const settings = this.config.outbound[name] as SluiceConfig["outbound"][string] | undefined;
+      if (!settings) throw new ArgError(outboundProblem(name, this.config.outbound) ?? `no outbound profile '${name}'`);
+      o = openOutbound(settings);
+      this.outbounds.set(name, o);
+    }
+    return o;
+  }
+
   private isExecutorType(word: string): boolean {
     const found = this.catalog.lookup(word);
     return "def" in found && found.def.kind === "executor";
@@ -200,7 +218,7 @@ export class Runtime {
 
   /** Quick-setup args were fully checked during analysis; nothing nests further here. */
   private checkEnv(): CheckEnv {
-    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word) };
+    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word), outboundProblem: (name) => outboundProblem(name, this.config.outbound) };
   }
 
   private get(tag: string, kind: PluginKind): AnyPlugin {

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
 import type { ArgProblem, CheckEnv, DependencySpec, PluginKind } from "../engine/plugin-args.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
+import type { Outbound } from "../net/outbound.js";
 import type { PluginControl } from "./control.js";
 import type { Services } from "./services.js";
 
@@ -90,6 +91,12 @@ export interface CreateContext {
    * servers have started (they are created after the executors they call, so ask while answering).
    */
   encryptedEndpoints(): readonly EncryptedEndpoint[] | null;
+  /**
+   * The egress profile `name` of network.outbound (docs/operations.md#outbound-profiles): its bind
+   * address, SOCKS5 proxy and resolver, with `connect`, `lookup` and `agent` for HTTP. DIRECT when
+   * `name` is null or undefined. A plugin arg naming a profile is checked with `env.outboundProblem`.
+   */
+  outbound(name: string | null | undefined): Outbound;
 }
 
 /** Asks a plugin's concern actor to do something and waits for the outcome. */

@@ -17,7 +17,7 @@ import { metricValue } from "../helpers/proc.js";
 import { closedPort, startProbeTargets, type ProbeTargets } from "../helpers/probe-targets.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
-import { startSocks5, type Socks5Proxy } from "../helpers/socks5.js";
+import { startSocks5, type Socks5Server } from "../helpers/socks5.js";
 import { requireTool } from "../helpers/tools.js";
 import { spawnSync } from "node:child_process";
 
@@ -41,7 +41,7 @@ function upstreamAnswer(q: Message): Message {
 
 let targets: ProbeTargets;
 let upstream: Responder;
-let proxy: Socks5Proxy;
+let proxy: Socks5Server;
 let s: RunningSluice;
 const clock = { ms: 0 };
 const accepted = (host = "127.0.0.1"): number => targets.accepted.get(host) ?? 0;
@@ -66,6 +66,7 @@ beforeAll(async () => {
   s = await startSluice(
     `
 api: { http: "127.0.0.1:0" }
+network: { outbound: { remote: {} } }
 plugins:
   - { tag: first, type: ip_selector, args: { probe_methods: ["tcp:${P}"], ${slow} } }
   - { tag: best, type: ip_selector, args: { selection_mode: best_within_budget, probe_methods: "tcp:${P}", probe_timeout: 5s, max_wait: 100ms, top_n: 0 } }
@@ -224,7 +225,7 @@ test("sluice check locates bad args at their line and column", () => {
     ["{ selection_mode: fastest }", /sluice\.yaml:\d+:\d+: error: .*selection_mode/],
     ["{ top_n: -1 }", /sluice\.yaml:\d+:\d+: error: .*top_n/],
     ["{ max_wait: 2m }", /max_wait must be between 1ms and 60s/],
-    ["{ outbound: proxy }", /outbound 'proxy' is not known/],
+    ["{ outbound: proxy }", /no outbound profile 'proxy' in network.outbound/],
     ['{ socks5: "http://127.0.0.1:1080" }', /socks5 must be a socks5:\/\/ URL/],
     ["{ cache: { ttl: soon } }", /'soon' is not a duration/],
   ];

@@ -189,6 +189,23 @@ describe("socks5", () => {
     }
   });
 
+  test("upgrade.outbound: the check goes out through the profile's proxy, from its bind address", async () => {
+    api.publish(releaseOf("9.9.9", api.url, {}), {});
+    const port = new URL(api.url).port;
+    const proxy = await startSocks5();
+    const s = await startUpgradable({ releaseApi: api.api, extra: `  outbound: egress\nnetwork:\n  outbound:\n    egress: { socks5: "${proxy.url}", bind: 127.0.0.3 }` });
+    try {
+      const res = await post(s.apiUrl, "/api/upgrade/check");
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ latest_version: "9.9.9" });
+      expect(proxy.targets).toEqual([`127.0.0.1:${port}`]);
+      expect(proxy.clients).toEqual(["127.0.0.3"]);
+    } finally {
+      await s.stop();
+      await proxy.close();
+    }
+  });
+
   test("a request cannot name a proxy: 400 upgrade_field_not_allowed, the proxy is never contacted", async () => {
     const proxy = await startSocks5();
     const s = await startUpgradable({ releaseApi: api.api });

@@ -8,6 +8,7 @@ import { EDNS_DO, QCLASS, QTYPE } from "../../../dns/constants.js";
 import type { DnsResponse } from "../../../dns/response.js";
 import type { DnsContext } from "../../../engine/context.js";
 import { isPromise, runNext, type Continuation, type Step, type StepResult } from "../../../engine/types.js";
+import type { Outbound } from "../../../net/outbound.js";
 import { DNS_DURATION_BUCKETS, type Cell } from "../../../observability/metrics.js";
 import type { ClockShift } from "../../../registry/services.js";
 import { definePlugin, type CreateContext } from "../../../registry/types.js";
@@ -28,10 +29,11 @@ class IpSelector {
     private readonly selected: Record<Source, Cell>,
     entries: Cell,
     metrics: ProbeMetrics,
+    via: Outbound | null,
   ) {
     const c = opts.cache;
     this.cache = c.enabled ? new ScoreCache(c.size, c.ttlMs, c.failureTtlMs, entries) : null;
-    this.prober = new Prober(opts, metrics, (address, outcome) => this.remember(address, outcome));
+    this.prober = new Prober(opts, metrics, (address, outcome) => this.remember(address, outcome), via);
   }
 
   private now(): number {
@@ -150,9 +152,14 @@ export const ipSelector = definePlugin<IpSelectorArgs, "executor">({
   schema: ipSelectorSchema,
   shorthand: (raw) => raw ?? {},
   quickSetup: parseQuickSetup,
-  check: optionProblems,
+  check(args, env) {
+    const problems = optionProblems(args);
+    const unknown = args.outbound === undefined ? null : env.outboundProblem(args.outbound);
+    return unknown === null ? problems : [...problems, { path: ["outbound"], message: unknown }];
+  },
   create(args, ctx) {
     const opts = compileOptions(args);
+    const profile = ctx.outbound(args.outbound);
     if (opts.methods.some((m) => m.kind === "unavailable")) ctx.log.warn({ plugin: ctx.tag }, "ip_selector: ping probes are not supported by Sluice; that method counts as unavailable and the next one is tried");
     const m = ctx.services.metrics;
     const source = m.counter("ip_selector_selected_total", "Answers shaped from probe results of this query (probe), remembered results only (cache), or left unchanged as no address was known to connect (fallback)", ["plugin_tag", "source"]);
@@ -160,7 +167,7 @@ export const ipSelector = definePlugin<IpSelectorArgs, "executor">({
     const entries = m.gauge("ip_selector_cache_entries", "Addresses with a remembered probe result", ["plugin_tag"])({ plugin_tag: ctx.tag });
     const probes = probeMetrics(ctx);
     for (const method of opts.methods) probes.method(method.label);
-    const impl = new IpSelector(opts, ctx.services.clockShift, selected, entries, probes);
+    const impl = new IpSelector(opts, ctx.services.clockShift, selected, entries, probes, profile.proxy !== null || profile.bind !== null ? profile : null);
     return { continuation: true, execute: (dns, next) => impl.execute(dns, next), destroy: () => impl.destroy() };
   },
 });

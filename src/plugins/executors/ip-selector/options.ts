@@ -135,9 +135,6 @@ function socks5(value: string | undefined): string | null {
 
 /** The compiled args; throws an ArgError at the offending path. */
 export function compileOptions(args: IpSelectorArgs): SelectorOptions {
-  if (args.outbound !== undefined && args.outbound !== "remote") {
-    throw new ArgError(`outbound '${args.outbound}' is not known: Sluice has no outbound profiles; the only one is 'remote' (direct, or through socks5)`, ["outbound"]);
-  }
   const c = args.cache;
   return {
     mode: args.selection_mode,

@@ -6,6 +6,7 @@
 // twice: later queries wait on the same probe.
 
 import net from "node:net";
+import type { Outbound } from "../../../net/outbound.js";
 import { socks5Connect } from "../../../net/socks5.js";
 import type { Cell, Observer } from "../../../observability/metrics.js";
 import type { ProbeMethod, SelectorOptions } from "./options.js";
@@ -34,6 +35,8 @@ export class Prober {
     private readonly metrics: ProbeMetrics,
     /** Told each probe's outcome once, before anyone waiting on it. */
     private readonly remember: (address: string, outcome: ProbeOutcome) => void,
+    /** The `outbound` profile when it has a proxy or a bind address (a local `socks5` still wins). */
+    private readonly via: Outbound | null = null,
   ) {}
 
   /** The probe of `address` (started now, or the one already running). Never rejects. */
@@ -121,6 +124,7 @@ export class Prober {
   private connect(address: string, port: number): Promise<Attempt> {
     const timeoutMs = this.opts.timeoutMs;
     if (this.opts.socks5 !== null) return this.viaSocks(this.opts.socks5, address, port, timeoutMs);
+    if (this.via !== null) return this.viaProfile(this.via, address, port, timeoutMs);
     return new Promise<Attempt>((resolve) => {
       const socket = net.connect({ host: address, port, family: address.includes(":") ? 6 : 4 });
       this.sockets.add(socket);
@@ -140,13 +144,22 @@ export class Prober {
   }
 
   private viaSocks(proxy: string, address: string, port: number, timeoutMs: number): Promise<Attempt> {
+    return this.attempt(timeoutMs, socks5Connect(proxy, address, port, { timeoutMs }));
+  }
+
+  private viaProfile(via: Outbound, address: string, port: number, timeoutMs: number): Promise<Attempt> {
+    return this.attempt(timeoutMs, via.connect(address, port, { timeoutMs }));
+  }
+
+  /** A connection attempt made elsewhere, judged within `timeoutMs` (the socket is closed once open). */
+  private attempt(timeoutMs: number, connecting: Promise<net.Socket>): Promise<Attempt> {
     return new Promise<Attempt>((resolve) => {
       let over = false;
       const timer = setTimeout(() => {
         over = true;
         resolve("timeout");
       }, timeoutMs);
-      socks5Connect(proxy, address, port, timeoutMs).then(
+      connecting.then(
         (socket) => {
           socket.destroy();
           clearTimeout(timer);
