@@ -26,6 +26,8 @@ import { reload } from "./executors/reload.js";
 import { cron } from "./executors/cron/index.js";
 import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
+import { ipset } from "./executors/sets/ipset.js";
+import { nftset } from "./executors/sets/nftset.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -91,6 +93,8 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   reload,
   cron,
   download,
+  ipset,
+  nftset,
   // matchers
   trueMatcher,
   falseMatcher,
