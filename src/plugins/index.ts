@@ -30,6 +30,8 @@ import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
 import { learnDomain } from "./executors/learn-domain.js";
 import { rosAddressList } from "./executors/ros-address-list/index.js";
+import { ipset } from "./executors/sets/ipset.js";
+import { nftset } from "./executors/sets/nftset.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -100,6 +102,8 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   cron,
   download,
   rosAddressList,
+  ipset,
+  nftset,
   // matchers
   trueMatcher,
   falseMatcher,

@@ -44,11 +44,8 @@ export interface QuickSetup {
   tag: string;
   type: string;
   kind: PluginKind;
-}
-
-/** Every quick-setup instance a plugin owns, its own ones' included, in creation order. */
-function quickSetups(live: LivePlugin): QuickSetup[] {
-  return live.children.flatMap((c) => [{ tag: c.tag, type: c.type, kind: c.kind }, ...quickSetups(c)]);
+  /** Its type's concern when the type runs one for quick setups too (PluginControl.quickConcern). */
+  concern: Concern | null;
 }
 
 /** How a runtime reaches the control plane of its plugins (provided by the actor layer). */
@@ -103,7 +100,20 @@ export class Runtime {
       pluginError: (err, failed) => this.initError(rp, err, failed),
     };
     const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
-    return { type: rp.def.type, kind: rp.def.kind, concern, quick: quickSetups(live) };
+    return { type: rp.def.type, kind: rp.def.kind, concern, quick: this.quickSetups(live, rp) };
+  }
+
+  /** Every quick-setup instance a plugin owns, its own ones' included, in creation order. */
+  private quickSetups(live: LivePlugin, rp: ResolvedPlugin): QuickSetup[] {
+    return live.children.flatMap((c) => [{ tag: c.tag, type: c.type, kind: c.kind, concern: this.quickConcern(c, rp) }, ...this.quickSetups(c, rp)]);
+  }
+
+  private quickConcern(c: LivePlugin, rp: ResolvedPlugin): Concern | null {
+    const found = this.catalog.lookup(c.type);
+    const control = "def" in found ? found.def.control : undefined;
+    if (control?.quickConcern !== true || !control.concern) return null;
+    const log = this.services.log.child({ target: `plugin:${c.tag}` });
+    return control.concern(c.instance, { tag: c.tag, log, metrics: this.services.metrics, matcherMode: null, pluginError: (err, failed) => this.initError(rp, err, failed) });
   }
 
   /**

@@ -7,12 +7,13 @@
 // its printed output (possibly none). Addresses are the document's fixed ones; the runner changes them to
 // the test's: the API `127.0.0.1:9080` and every `listen: 127.0.0.1:5353` go to port 0, and in commands
 // `-p 5353` becomes the UDP listener's port (`+tcp` commands: the TCP listener's), `127.0.0.1:9080` the
-// API's. Anything else (an upstream, a file server) the test replaces with `replace`.
+// API's. Anything else (an upstream, a file server) the test replaces with `replace`. With `netns`, the
+// program and every command run inside that network namespace (`ip netns exec <name>`).
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { startCli, type RunningCli } from "./cli.js";
+import { CLI, startCli, type RunningCli } from "./cli.js";
 import { tempDir } from "./sluice.js";
 
 const run = promisify(execFile);
@@ -75,6 +76,8 @@ export interface ExampleOptions {
    * commands becomes it too.
    */
   listenPort?: number;
+  /** The argv prefix that runs a program in a network namespace (test/helpers/netns.ts): the program and the commands run there. */
+  netns?: string[];
 }
 
 /** Starts the example's configuration with `sluice start` and returns a runner for its commands. */
@@ -89,7 +92,12 @@ export async function startDocExample(title: string, options: ExampleOptions = {
   let yaml = example.yaml.replaceAll("127.0.0.1:9080", "127.0.0.1:0").replace(/listen: "?127\.0\.0\.1:5353"?/g, `listen: "${listen}"`);
   for (const [from, to] of options.replace ?? []) yaml = yaml.replaceAll(from, to);
   writeFileSync(join(dir, "sluice.yaml"), yaml);
-  const cli = startCli(["-c", "sluice.yaml", "-d", dir], { env: options.env });
+  let launcher: string | undefined;
+  if (options.netns) {
+    launcher = join(dir, "sluice-in-netns");
+    writeFileSync(launcher, `#!/bin/sh\nexec ${options.netns.join(" ")} ${process.execPath} ${CLI} "$@"\n`, { mode: 0o755 });
+  }
+  const cli = startCli(["-c", "sluice.yaml", "-d", dir], { env: options.env, launcher });
   await cli.waitForLog((l) => l.msg === "sluice started", 20_000);
   const port = (msg: string): number => Number(cli.logs.find((l) => l.msg === msg)?.port ?? 0);
   const base = `http://127.0.0.1:${String(port("management API listening"))}`;
@@ -100,7 +108,8 @@ export async function startDocExample(title: string, options: ExampleOptions = {
     line = line.replaceAll("-p 5353", `-p ${String(/\+tcp\b/.test(command) ? tcpPort : udpPort)}`);
     if (options.listenPort !== undefined) line = line.replaceAll("127.0.0.1:5353", listen);
     for (const [from, to] of options.replace ?? []) line = line.replaceAll(from, to);
-    const { stdout } = await run("bash", ["-o", "pipefail", "-c", line], { cwd: dir, timeout: 15_000, env: { ...process.env, ...options.env } });
+    const argv = [...(options.netns ?? []), "bash", "-o", "pipefail", "-c", line];
+    const { stdout } = await run(argv[0], argv.slice(1), { cwd: dir, timeout: 15_000, env: { ...process.env, ...options.env } });
     const out = stdout.replace(/\n+$/, "");
     return options.normalize ? options.normalize(out, command) : out;
   };
