@@ -26,7 +26,7 @@ const cache = new CacheExecutor(
     size: 1024,
     shortCircuit: true,
     ecsInKey: false,
-    policy: { maxPositiveTtl: null, cacheNegative: true, maxNegativeTtl: 300, negativeTtlWithoutSoa: 60, lazyMs: 0 },
+    policy: { maxPositiveTtl: null, minPositiveTtl: 0, cacheNegative: true, maxNegativeTtl: 300, negativeTtlWithoutSoa: 60, lazyMs: 0 },
     dumpFile: null,
     dumpIntervalMs: 600_000,
   },

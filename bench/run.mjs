@@ -15,6 +15,7 @@ import { measureServers } from "./lib/measure.mjs";
 import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
 import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
 import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
+import { cacheCounters, cachePhase, cacheTable } from "./lib/cache-metrics.mjs";
 import { generateRecords, recorderMetrics, timeRoute, waitDrained } from "./lib/recorder.mjs";
 import { startSink, webhookAt20k } from "./lib/webhook.mjs";
 import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsTable, resultsTable, targetsTable } from "./lib/report.mjs";
@@ -33,15 +34,16 @@ const BENCH = join(ROOT, "bench");
  * @property {string} name
  * @property {string} purpose
  * @property {string} config         bench/configs/<config>.yaml
- * @property {"local" | "domainSet" | "adguard"} queries
+ * @property {"local" | "domainSet" | "adguard" | "prefetch"} queries
  * @property {RefMode} ref           what unbound and dnsmasq do
  * @property {"udp" | "tcp" | "dot" | "doh"} mode  dnsperf's transport
  * @property {string[]} [servers]    the servers measured (default: all); the ceiling and dnsmasq speak neither DoT nor DoH
  * @property {string} [provider]     tag of a provider whose build time and memory are measured too
  * @property {Record<string, number>} expect  share of each rcode in the answers (checked on the warm-up pass)
  * @property {string} [plain]        a second Sluice measured alongside (config name), for a ratio to Sluice without the scenario's addition
+ * @property {string} [plainLabel]   what the second Sluice is called in the tables (default "Sluice, no recorder")
+ * @property {boolean} [cacheMetrics] both Sluice instances serve their API (PORTS.api, PORTS.plainApi): their cache hit rates per phase are reported
  * @property {boolean} [recorder]    Sluice runs a query recorder (its API on PORTS.api): dropped records are measured at 20 000 QPS
- * @property {string} [plainLabel]   how the `plain` server is named in the tables (default "Sluice, no recorder")
  * @property {boolean} [webhook]     Sluice sends a webhook per query to the HTTP sink (PORTS.sink): measured at 20 000 QPS beside `plain`
  */
 
@@ -81,12 +83,26 @@ const SCENARIOS = [
     plainLabel: "Sluice, no webhook",
     webhook: true,
   },
+  {
+    name: "prefetch",
+    purpose:
+      "`cache` with `prefetch` in front of `forward`, over a popular-name mix (1 000 names asked in Zipf proportions, 20 000 queries a pass) whose upstream answers carry TTL 2 s, against the same cache without prefetch (`Sluice, no prefetch`) in the same rounds; hit rates from each cache's metrics.",
+    config: "prefetch",
+    queries: "prefetch",
+    ref: "cache",
+    mode: "udp",
+    servers: ["sluice", "plain"],
+    expect: { NOERROR: 1 },
+    plain: "prefetch-off",
+    plainLabel: "Sluice, no prefetch",
+    cacheMetrics: true,
+  },
 ];
 // `cluster` (three instances behind dnsdist, Redis) runs only when asked for: --only cluster.
 const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "cluster"];
 
-const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306, sink: 35307 };
-const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test" };
+const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306, plainApi: 35307, sink: 35308 };
+const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test", prefetch: "pop-0.ttl.bench.test" };
 
 // Saturation: 4 sockets, at most 200 queries outstanding, one dnsperf thread pinned to its own core while
 // the server has the other (see bench/README.md, "Flags").
@@ -182,7 +198,8 @@ async function runScenario(sc, ctx) {
   const file = ctx.queries[sc.queries];
   const probe = PROBE_NAME[sc.queries];
   /** @type {ScenarioResult} */
-  const result = { name: sc.name, purpose: sc.purpose, transport: sc.mode, queries: file.slice(ROOT.length + 1), servers: {}, ...(sc.plainLabel ? { plainLabel: sc.plainLabel } : {}) };
+  const result = { name: sc.name, purpose: sc.purpose, transport: sc.mode, queries: file.slice(ROOT.length + 1), servers: {} };
+  if (sc.plainLabel) result.labels = { plain: sc.plainLabel };
   const wanted = (/** @type {string} */ name) => !sc.servers || sc.servers.includes(name);
   /** @type {Record<string, { port: number, proc: Started }>} */
   const live = wanted("ceiling") ? { ceiling: { port: PORTS.ceiling, proc: ctx.ceiling } } : {};
@@ -202,7 +219,7 @@ async function runScenario(sc, ctx) {
     /** @type {[string, number, () => Promise<Started>][]} */
     const starters = [
       ["sluice", PORTS.sluice, () => startSluice(sc.config, PORTS.sluice, probe, ctx)],
-      ...(sc.plain ? [/** @type {[string, number, () => Promise<Started>]} */ (["plain", PORTS.plain, () => startSluice(/** @type {string} */ (sc.plain), PORTS.plain, probe, ctx)])] : []),
+      ...(sc.plain ? [/** @type {[string, number, () => Promise<Started>]} */ (["plain", PORTS.plain, () => startSluice(/** @type {string} */ (sc.plain), PORTS.plain, probe, ctx, { API_PORT: String(PORTS.plainApi) })])] : []),
       ["unbound", PORTS.unbound, async () => startServer("unbound", tools.unbound, ["-c", await unboundConfig({ name: `unbound-${sc.name}`, port: PORTS.unbound, ...refOpts })], PORTS.unbound, probe)],
       ["dnsmasq", PORTS.dnsmasq, async () => startServer("dnsmasq", tools.dnsmasq, await dnsmasqArgs({ name: `dnsmasq-${sc.name}`, port: PORTS.dnsmasq, ...refOpts }), PORTS.dnsmasq, probe)],
     ];
@@ -248,7 +265,19 @@ async function runScenario(sc, ctx) {
       }
     }
     const targets = Object.fromEntries(Object.entries(live).map(([n, v]) => [n, { port: v.port, pid: v.proc.pid }]));
-    Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log));
+    const apis = sc.cacheMetrics ? Object.entries({ sluice: PORTS.api, plain: PORTS.plainApi }).filter(([n]) => live[n]) : [];
+    const read = async () => Object.fromEntries(await Promise.all(apis.map(async ([n, port]) => [n, await cacheCounters(port)])));
+    /** @type {Record<string, import("./lib/cache-metrics.mjs").CacheCounters>[]} */
+    const counters = [await read()];
+    Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log, { afterSaturation: async () => void counters.push(await read()) }));
+    if (apis.length > 0) {
+      counters.push(await read());
+      result.cache = Object.fromEntries(apis.map(([n]) => [n, { saturation: cachePhase(counters[0][n], counters[1][n]), latency: cachePhase(counters[1][n], counters[2][n]) }]));
+      for (const [n, c] of Object.entries(result.cache)) {
+        const rate = (/** @type {number | null} */ r) => (r === null ? "—" : `${(r * 100).toFixed(3)} %`);
+        log(`  ${sc.name.padEnd(14)} ${n.padEnd(8)} hit rate: ${rate(c.saturation.hitRate)} at saturation, ${rate(c.latency.hitRate)} @20k (${c.latency.misses} misses, ${c.latency.prefetches} prefetches)`);
+      }
+    }
     // The provider's build time (from its "loaded" log line) and Sluice's memory once it has served the load.
     const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     if (loaded) result.provider = loaded;
@@ -528,6 +557,7 @@ async function report(results, memory, stats, began, interference, cluster) {
     `Saturation: \`${flags.saturation}\`. Latency: \`${flags.latency}\`. Pinning: ${flags.pinning}.`,
   ];
   if (results.length > 0) sections.push(purposes(results), resultsTable(results));
+  if (results.some((r) => r.cache)) sections.push("Cache hit rates (each Sluice's cache metrics over the saturation rounds and over the 20 000 QPS rounds):", cacheTable(results));
   if (results.some((r) => r.provider)) sections.push(providerLines(results));
   if (memory) sections.push(`Memory (${memory.names.toLocaleString("en-US")} distinct names at ${memory.rate.toLocaleString("en-US")} QPS through \`cache\` size ${memory.cacheSize.toLocaleString("en-US")}):`, memoryTable(memory));
   if (stats)

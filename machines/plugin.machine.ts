@@ -25,7 +25,9 @@ export interface CreatedPlugin {
    * The quick-setup instances its create made, each shown by an actor. They run no concern: nothing
    * can address one (routes, cluster replays and other plugins' control reach declared tags only),
    * a quick-setup matcher is not wrapped by a mode cell, and quick-setup args declare no start-up or
-   * persistence work (a quick-setup cache takes only short_circuit: no dump_file, no redis).
+   * persistence work (a quick-setup cache takes only short_circuit: no dump_file, no redis). The
+   * exception is a type whose instance cannot work without its concern (PluginControl.quickConcern:
+   * ipset's batch writer), which its quick-setup actor runs.
    */
   quick: QuickSetup[];
 }
@@ -81,7 +83,8 @@ export const pluginMachine = setup({
     }),
     startQuick: enqueueActions(({ enqueue, event, context }) => {
       for (const q of (event as unknown as { output: CreatedPlugin }).output.quick) {
-        enqueue.spawnChild("quick", { id: `quick:${q.tag}`, systemId: quickSystemId(context.systemId, q.tag), input: q });
+        const systemId = quickSystemId(context.systemId, q.tag);
+        enqueue.spawnChild("quick", { id: `quick:${q.tag}`, systemId, input: { ...q, systemId } });
       }
     }),
     /** The instance's destroy is taking its quick-setup instances down too. */

@@ -4,9 +4,10 @@
 // (machines/plugin.machine.ts), systemId `runtime:<n>/plugin:<parent>/quick:<internal tag>`, so
 // /api/actors shows it with its type: `ready` from the parent's create, `destroying` while the
 // parent's destroy takes it down; the parent stops it once that destroy has returned. It runs no
-// concern (see CreatedPlugin.quick).
+// concern (see CreatedPlugin.quick), except where its type declares `quickConcern` (an ipset's batch
+// writer): that one is its child, `…/quick:<tag>/<concern id>`, from its start until it is stopped.
 
-import { setup } from "xstate";
+import { setup, type AnyActorLogic } from "xstate";
 
 /** What the plugin actor learns of each quick-setup instance its create made. */
 export interface QuickSetup {
@@ -14,6 +15,21 @@ export interface QuickSetup {
   tag: string;
   type: string;
   kind: string;
+  /** The concern its type runs for quick-setup instances too (PluginControl.quickConcern), or none. */
+  concern?: { id: string; logic: AnyActorLogic; input?: unknown } | null;
+}
+
+export interface QuickInput extends QuickSetup {
+  /** This actor's systemId: its concern's is `<systemId>/<concern id>`. */
+  systemId?: string;
+}
+
+export interface QuickContext {
+  tag: string;
+  type: string;
+  kind: string;
+  /** systemId of its concern actor, or null. */
+  concern: string | null;
 }
 
 export type QuickEvent = { type: "QUICK.DESTROY" };
@@ -22,14 +38,18 @@ export const quickSystemId = (pluginSystemId: string, tag: string): string => `$
 
 export const quickMachine = setup({
   types: {
-    context: {} as QuickSetup,
+    context: {} as QuickContext,
     events: {} as QuickEvent,
-    input: {} as QuickSetup,
+    input: {} as QuickInput,
   },
 }).createMachine({
   id: "quick",
   initial: "ready",
-  context: ({ input }) => ({ tag: input.tag, type: input.type, kind: input.kind }),
+  context: ({ input, spawn }) => {
+    const concern = input.concern && input.systemId !== undefined ? `${input.systemId}/${input.concern.id}` : null;
+    if (input.concern && concern !== null) spawn(input.concern.logic, { systemId: concern, input: input.concern.input });
+    return { tag: input.tag, type: input.type, kind: input.kind, concern };
+  },
   states: {
     ready: { on: { "QUICK.DESTROY": "destroying" } },
     destroying: {},

@@ -1,4 +1,4 @@
-// Command-line options of `sluice start|check` and `sluice upgrade ...`, parsed by node:util's
+// Command-line options of `sluice start|check`, `sluice upgrade ...` and `sluice probe ...`, parsed by node:util's
 // parseArgs (strict: an unknown option, a missing value or a stray argument is an error), with its
 // errors worded the way the help reads: "unknown option '--x'", "--config needs a value".
 
@@ -12,8 +12,14 @@ export type OptionValues = Record<string, string | boolean | undefined>;
 
 /** The options `args` gives, of those `spec` allows. */
 export function parseOptions(args: string[], spec: OptionSpec): OptionValues {
+  return parseArguments(args, spec, false).values;
+}
+
+/** The options and, where `positionals` allows them, the other arguments (`sluice probe upstream ADDRESS...`). */
+export function parseArguments(args: string[], spec: OptionSpec, positionals = true): { values: OptionValues; positionals: string[] } {
   try {
-    return parseArgs({ args, options: spec, strict: true, allowPositionals: false }).values;
+    const parsed = parseArgs({ args, options: spec, strict: true, allowPositionals: positionals });
+    return { values: parsed.values, positionals: parsed.positionals };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const named = /'([^' ,]+)/.exec((err as Error).message)?.[1] ?? "";

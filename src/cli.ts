@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback
+// sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback; sluice probe upstream ADDRESS...
 
 import { resolve } from "node:path";
 import { parseOptions, UsageError, type OptionSpec } from "./cli-args.js";
@@ -9,6 +9,7 @@ import { replaceProcess, type Handover } from "./app/restart.js";
 import { selfTest } from "./app/self-test.js";
 import { AUTH_ENV, configSource, DEFAULT_POLL, DEFAULT_TIMEOUT, SourceError, type ConfigSource } from "./cluster/config-source.js";
 import { initialPull, type Following } from "./cluster/follow.js";
+import { PROBE_HELP, runProbeCommand } from "./probe/command.js";
 import { runUpgradeCommand, UPGRADE_HELP } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
 import { readUpgradeStart, restartIntoPrevious, rollBackTrial } from "./upgrade/trial.js";
@@ -25,6 +26,8 @@ Usage:
                                                run the DNS service in the foreground
   sluice check [-c FILE] [-d DIR] [--self-test] validate a configuration and exit
   sluice upgrade check|apply|rollback ...      releases: see sluice upgrade --help
+  sluice probe upstream ADDRESS... [options]   which protocols an upstream answers, and how fast:
+                                               see sluice probe --help
   sluice --help | --version
 
 Options:
@@ -127,6 +130,23 @@ async function upgrade(argv: string[]): Promise<number> {
   }
 }
 
+async function probe(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(PROBE_HELP);
+    return argv.length === 0 ? 2 : 0;
+  }
+  try {
+    return await runProbeCommand(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${PROBE_HELP}`);
+      return 2;
+    }
+    report(err);
+    return 1;
+  }
+}
+
 /** Runs the program again (or leaves that to the supervisor); the exit status of this process. */
 function handOver(originalCwd: string, log?: App["log"]): number {
   const h: Handover = replaceProcess(originalCwd);
@@ -138,6 +158,7 @@ function handOver(originalCwd: string, log?: App["log"]): number {
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "upgrade") return upgrade(argv.slice(1));
+  if (argv[0] === "probe") return probe(argv.slice(1));
   let opts: ReturnType<typeof parseCommandLine>;
   try {
     opts = parseCommandLine(argv);

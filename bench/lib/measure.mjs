@@ -34,9 +34,10 @@ const rotated = (names, round) => [...names.slice(round % names.length), ...name
  * @param {{ file: string, outFile: string, mode: "udp" | "tcp" | "dot" | "doh", cpus: string | null, uris?: Record<number, { path: string, count: number }> }} base  load options shared by all runs
  * @param {Plan} plan
  * @param {(msg: string) => void} log
+ * @param {{ afterSaturation?: () => Promise<void> }} [hooks]  called between the saturation and the latency rounds
  * @returns {Promise<Record<string, ServerResult>>}
  */
-export async function measureServers(scenario, live, base, plan, log) {
+export async function measureServers(scenario, live, base, plan, log, hooks = {}) {
   const names = SERVER_ORDER.filter((n) => live[n]);
   /** @param {string} name @param {string} what */
   const say = (name, what) => log(`  ${scenario.padEnd(14)} ${name.padEnd(8)} ${what}`);
@@ -61,6 +62,7 @@ export async function measureServers(scenario, live, base, plan, log) {
     }
   }
 
+  if (hooks.afterSaturation) await hooks.afterSaturation();
   const measured = names.filter((n) => acc[n].qps.length > 0);
   // h2load (DoH) reports no percentiles: no latency rounds there.
   const latRounds = base.mode === "doh" ? 0 : plan.latRounds;

@@ -3,7 +3,7 @@
 // caching in front of the upstream, or forwarding to it with their caches off. Each gets one thread.
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ANSWER_IP, PASS_SUFFIX, localNames } from "./data.mjs";
+import { ANSWER_IP, PASS_SUFFIX, PREFETCH_NAMES, PREFETCH_TTL, localNames, prefetchName } from "./data.mjs";
 
 /**
  * What a reference server does in a scenario:
@@ -72,6 +72,8 @@ export async function unboundConfig(o) {
   if (o.mode === "local") {
     lines.push('  local-zone: "bench.test." static');
     for (const n of localNames()) lines.push(`  local-data: "${n}. 3600 IN A ${ANSWER_IP}"`);
+    // The prefetch scenario's names, with a TTL short enough that a cache keeps asking for them.
+    for (let i = 0; i < PREFETCH_NAMES; i++) lines.push(`  local-data: "${prefetchName(i)}. ${PREFETCH_TTL} IN A ${ANSWER_IP}"`);
   } else if (o.mode === "domain-set") {
     if (!o.data) throw new Error("domain-set needs its data");
     for (const z of o.data.blockedZones) lines.push(`  local-zone: "${z}." always_nxdomain`);

@@ -42,8 +42,9 @@ import { readFile, writeFile } from "node:fs/promises";
  * @property {Record<string, ServerResult>} servers
  * @property {ProviderResult} [provider]
  * @property {RecorderAt20k} [recorder]  records written and dropped at 20 000 QPS (scenarios with a recorder)
- * @property {string} [plainLabel]  the name of the `plain` server in this scenario
  * @property {import("./webhook.mjs").WebhookRound[]} [webhook]  20 000 QPS rounds with and without the webhook (http-request)
+ * @property {Record<string, string>} [labels]  names of servers in this scenario's rows (the second Sluice: what it lacks)
+ * @property {import("./cache-metrics.mjs").CacheResult} [cache]  cache hit rates per server and phase (prefetch)
  */
 
 /**
@@ -92,9 +93,6 @@ import { readFile, writeFile } from "node:fs/promises";
 export const SERVER_ORDER = ["sluice", "plain", "ceiling", "unbound", "dnsmasq"];
 const LABEL = /** @type {Record<string, string>} */ ({ sluice: "Sluice", plain: "Sluice, no recorder", ceiling: "ceiling", unbound: "unbound", dnsmasq: "dnsmasq" });
 
-/** A server's name in a scenario's rows. @param {ScenarioResult} s @param {string} name */
-const labelOf = (s, name) => (name === "plain" && s.plainLabel ? s.plainLabel : LABEL[name]);
-
 const TRANSPORT_LABEL = /** @type {Record<string, string>} */ ({ tcp: " (TCP)", dot: " (DoT)", doh: " (DoH)" });
 
 /** @param {number | null | undefined} v @param {number} [digits] */
@@ -130,20 +128,21 @@ export function resultsTable(scenarios) {
       const r = s.servers[name];
       if (!r) continue;
       const label = `${s.name}${TRANSPORT_LABEL[s.transport] ?? ""}`;
+      const server = s.labels?.[name] ?? LABEL[name];
       if (r.error) {
-        lines.push(`| ${label} | ${labelOf(s, name)} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
+        lines.push(`| ${label} | ${server} | failed: ${r.error.split("\n")[0].slice(0, 80)} | | | | | | | |`);
         continue;
       }
       const l = r.latency;
       const short = l && l.qps < 19_000 ? ` (${fmt(l.qps)} QPS)` : "";
       const rt = name === "sluice" ? "—" : fmt(ratio(s, name), 2);
       lines.push(
-        `| ${label} | ${labelOf(s, name)} | ${fmt(r.qps)} | ${fmt(median(r.rounds))} | ${fmt(r.lost)} | ${r.cpu === null ? "—" : `${Math.round(r.cpu * 100)}%`} | ` +
+        `| ${label} | ${server} | ${fmt(r.qps)} | ${fmt(median(r.rounds))} | ${fmt(r.lost)} | ${r.cpu === null ? "—" : `${Math.round(r.cpu * 100)}%`} | ` +
           `${fmt(l?.avgMs, 3)}${short} | ${l ? (l.p99Ms === null ? ">1% lost" : fmt(l.p99Ms, 3)) : "—"} | ${fmt(l?.lost)} | ${rt} |`,
       );
     }
   }
-  const notes = scenarios.flatMap((s) => SERVER_ORDER.filter((n) => s.servers[n]?.note).map((n) => `- ${s.name} / ${labelOf(s, n)}: ${s.servers[n].note}`));
+  const notes = scenarios.flatMap((s) => SERVER_ORDER.filter((n) => s.servers[n]?.note).map((n) => `- ${s.name} / ${s.labels?.[n] ?? LABEL[n]}: ${s.servers[n].note}`));
   if (notes.length > 0) lines.push("", "Measurements that failed:", ...notes);
   return lines.join("\n");
 }

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
-import { adguardData, domainSetData, localHostsFile, localNames, localZoneFile, queryFile } from "./data.mjs";
+import { adguardData, domainSetData, localHostsFile, localNames, localZoneFile, prefetchQueries, queryFile } from "./data.mjs";
 
 const TOOLS = [
   { name: "dnsperf", paths: ["/usr/bin/dnsperf", "/usr/local/bin/dnsperf"] },
@@ -124,10 +124,12 @@ export async function prepareData(benchDir, tmp) {
     local: join(benchDir, "queries/names-1k.txt"),
     domainSet: join(benchDir, "queries/domain-set.txt"),
     adguard: join(benchDir, "queries/adguard.txt"),
+    prefetch: join(benchDir, "queries/prefetch.txt"),
   };
   await writeIfChanged(queries.local, queryFile(localNames()));
   await writeIfChanged(queries.domainSet, queryFile(ds.queries));
   await writeIfChanged(queries.adguard, queryFile(ag.queries));
+  await writeIfChanged(queries.prefetch, queryFile(prefetchQueries()));
   const adguardRules = join(tmp, "adguard-150k.txt");
   const adguardEmpty = join(tmp, "adguard-empty.txt");
   await writeFile(adguardRules, ag.lines.join("\n") + "\n");

@@ -29,6 +29,7 @@ export const ERROR_STATUS = {
   invalid_upgrade_config: 400,
   upgrade_field_not_allowed: 400,
   invalid_record_id: 400,
+  invalid_rules: 400,
   unauthorized: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
@@ -54,10 +55,13 @@ export const ERROR_STATUS = {
   cron_job_already_running: 409,
   download_busy: 409,
   query_recorder_busy: 409,
+  dynamic_set_busy: 409,
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
   upgrade_not_configured: 409,
   body_too_large: 413,
+  // A dynamic_domain_set at max_entries: the rules did not fit (remove some, or raise the bound).
+  dynamic_set_full: 507,
   // The server could not do it.
   internal_error: 500,
   config_read_failed: 500,

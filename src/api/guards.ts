@@ -33,6 +33,10 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   // cache:<tag> (machines/cache.machine.ts)
   cacheRunning: { code: "plugin_unavailable", message: "this cache is loading its dump or stopping (its plugin is being made or replaced); ask again" },
   cacheIdle: { code: "cache_busy", message: "another operation on this cache is running; retry once it has finished" },
+  // dynamic-set:<tag> (machines/dynamic-set.machine.ts)
+  dynamicSetRunning: { code: "plugin_unavailable", message: "this dynamic_domain_set is loading its file or stopping (its plugin is being made or replaced); ask again" },
+  dynamicSetIdle: { code: "dynamic_set_busy", message: "another change to this dynamic_domain_set is running; retry once it has finished" },
+  dynamicSetHasRoom: { code: "dynamic_set_full", message: "the rules do not fit: the set would hold more than its max_entries; nothing was added" },
   // cron:<tag> and its jobs (machines/cron.machine.ts, machines/cron-job.machine.ts)
   cronAccepting: { code: "cron_unavailable", message: "this cron plugin is stopping (reload or shutdown); no run can start" },
   cronJobKnown: { code: "cron_job_not_found", message: "no job of that name in this cron plugin" },

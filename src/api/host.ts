@@ -6,6 +6,7 @@ import type { AppActor, ConfigActor, UpgradeActor } from "../../actors/app.actor
 import type { Bus } from "../bus.js";
 import type { SharedChange } from "../cluster/cluster.js";
 import type { RedisStatus } from "../cluster/redis.js";
+import type { OutboundSettings } from "../net/outbound.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
 import type { ValidationJob, ValidationOutcome, ValidatorLimits } from "../config/validation.js";
 import type { LogRing } from "../observability/log-ring.js";
@@ -45,6 +46,8 @@ export interface ApiHost {
   configPath(): string;
   /** The running configuration's `upgrade` section. */
   upgradeSettings(): UpgradeConfig | null;
+  /** The running configuration's egress profiles (network.outbound), which upgrade.outbound names. */
+  outboundProfiles(): Readonly<Record<string, OutboundSettings>>;
   /** Interval of the `: heartbeat` comment on SSE streams opened now (api.http.sse_heartbeat). */
   sseHeartbeatMs(): number;
   /** The generation answering queries (null before the first one is up and after the last is gone). */

@@ -262,6 +262,10 @@ export class App implements ApiHost {
     return this.config.upgrade;
   }
 
+  outboundProfiles(): SluiceConfig["outbound"] {
+    return this.config.outbound;
+  }
+
   liveRuntime(): Runtime | null {
     return this.current;
   }

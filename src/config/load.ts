@@ -13,6 +13,8 @@ import { clusterProblems, type ClusterConfig } from "./cluster.js";
 import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
 import { expandDocument } from "./expand.js";
 import { logProblems } from "./log-settings.js";
+import { networkProblems, outboundProfiles, unknownOutbound } from "./network.js";
+import type { OutboundSettings } from "../net/outbound.js";
 import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
 import { upgradeProblems, type UpgradeConfig } from "./upgrade.js";
 
@@ -37,6 +39,8 @@ export interface SluiceConfig {
   upgrade: UpgradeConfig | null;
   /** The `cluster` section, null when absent. */
   cluster: ClusterConfig | null;
+  /** The egress profiles of network.outbound, by name (empty when there are none). */
+  outbound: Readonly<Record<string, OutboundSettings>>;
   plugins: PluginConfig[];
   /** Every file read, main first. */
   files: string[];
@@ -96,7 +100,21 @@ function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, pr
   for (const p of clusterChecks) problems.push(source.locate(["cluster", p.key], p.message));
   const logChecks = logProblems(raw.log);
   for (const p of logChecks) problems.push(source.locate(["log", p.key], p.message));
-  return apiChecks.length + upgradeChecks.length + clusterChecks.length + logChecks.length > 0 ? null : { source, raw };
+  const networkChecks = networkProblems(raw.network);
+  for (const p of networkChecks) problems.push(source.locate(["network", ...p.path], p.message, p.key));
+  const refChecks = upgradeOutboundProblems(raw);
+  for (const p of refChecks) problems.push(source.locate(["upgrade", p.key], p.message));
+  return apiChecks.length + upgradeChecks.length + clusterChecks.length + logChecks.length + networkChecks.length + refChecks.length > 0 ? null : { source, raw };
+}
+
+/** upgrade.outbound names a profile of this file's network.outbound, and is not set beside upgrade.socks5. */
+function upgradeOutboundProblems(raw: RawConfig): { key: string; message: string }[] {
+  const name = raw.upgrade?.outbound;
+  if (name === undefined) return [];
+  const profiles = raw.network?.outbound ?? {};
+  if (!Object.hasOwn(profiles, name)) return [{ key: "outbound", message: `upgrade.outbound: ${unknownOutbound(name, profiles)}` }];
+  if (raw.upgrade?.socks5 != null) return [{ key: "socks5", message: "upgrade.socks5 and upgrade.outbound are both set: put the proxy in the outbound profile (network.outbound.<name>.socks5)" }];
+  return [];
 }
 
 /** A document that parsed but cannot become plain data: an alias bomb, or an alias without its anchor. */
@@ -170,6 +188,7 @@ function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig
     api: parsed.raw.api?.http ?? null,
     upgrade: parsed.raw.upgrade ?? null,
     cluster: parsed.raw.cluster ?? null,
+    outbound: outboundProfiles(parsed.raw.network),
     plugins,
     files,
   };

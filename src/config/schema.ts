@@ -3,6 +3,7 @@
 
 import { clusterSchema, type ClusterConfig } from "./cluster.js";
 import { configLimitsProperties, type ConfigLimitsConfig } from "./limits.js";
+import { networkSchema, type NetworkConfig } from "./network.js";
 import { upgradeSchema, type UpgradeConfig } from "./upgrade.js";
 
 export const LOG_LEVELS = ["off", "trace", "debug", "info", "warn", "error"] as const;
@@ -42,6 +43,7 @@ export interface RawConfig {
   runtime?: { worker_threads?: number };
   upgrade?: UpgradeConfig;
   cluster?: ClusterConfig;
+  network?: NetworkConfig;
   plugins?: RawPlugin[];
 }
 
@@ -109,6 +111,7 @@ export const configSchema = {
     },
     upgrade: upgradeSchema,
     cluster: clusterSchema,
+    network: networkSchema,
     plugins: {
       type: "array",
       default: [],

@@ -29,6 +29,8 @@ export interface UpgradeConfig {
   require_signature?: boolean;
   /** `socks5://[user:pass@]host:port` proxy for every request of the upgrade. */
   socks5?: string | null;
+  /** A profile of network.outbound every request of the upgrade goes out through (bind, proxy, resolver). */
+  outbound?: string;
 }
 
 /** `<owner>/<name>`: neither part empty, `.`, `..` or starting with a dot, so it can never name a path. */
@@ -51,6 +53,7 @@ export const upgradeSchema = {
     public_key: nonEmpty,
     require_signature: { type: "boolean" },
     socks5: { type: ["string", "null"], pattern: SOCKS5_PATTERN },
+    outbound: nonEmpty,
   },
 } as const;
 

@@ -26,6 +26,28 @@ export function soaRdata(soa: SoaData): Buffer {
   return w.finish();
 }
 
+/** SvcParamKeys (RFC 9460 §14.3.2, RFC 9461 for dohpath) that Sluice writes itself. */
+export const SVC_KEY = { alpn: 1, port: 3, ipv4hint: 4, ipv6hint: 6, dohpath: 7 } as const;
+
+/** SVCB/HTTPS data (RFC 9460 §2.2): priority, the target uncompressed, then the params in key order. */
+export function svcbRdata(priority: number, target: string, params: ReadonlyMap<number, Uint8Array>): Buffer {
+  w.reset(false);
+  w.u16(priority);
+  w.name(target);
+  for (const key of [...params.keys()].sort((a, b) => a - b)) {
+    const value = params.get(key) as Uint8Array;
+    w.u16(key);
+    w.u16(value.length);
+    w.bytes(value);
+  }
+  return w.finish();
+}
+
+/** An `alpn` SvcParam value: each protocol id with its length byte. */
+export function alpnValue(ids: readonly string[]): Buffer {
+  return Buffer.concat(ids.map((id) => Buffer.concat([Buffer.from([id.length]), Buffer.from(id, "latin1")])));
+}
+
 export interface SoaData {
   mname: string;
   rname: string;
@@ -56,15 +78,12 @@ export function readSoa(data: Buffer): SoaData {
   };
 }
 
+/** The fields of the placeholder SOA of synthesized negative answers (MINIMUM is their TTL). */
+export const SYNTHETIC_SOA = { mname: "ns.sluice.invalid", rname: "hostmaster.sluice.invalid", serial: 1, refresh: 1800, retry: 900, expire: 604800 } as const;
+
 /** The placeholder SOA we attach to synthesized NODATA answers so clients cache them briefly. */
 export function syntheticSoa(zone: string, ttl: number): ResourceRecord {
-  return {
-    name: zone,
-    type: QTYPE.SOA,
-    class: 1,
-    ttl,
-    data: soaRdata({ mname: "ns.sluice.invalid", rname: "hostmaster.sluice.invalid", serial: 1, refresh: 1800, retry: 900, expire: 604800, minimum: ttl }),
-  };
+  return { name: zone, type: QTYPE.SOA, class: 1, ttl, data: soaRdata({ ...SYNTHETIC_SOA, minimum: ttl }) };
 }
 
 export function addressRecord(name: string, ip: Uint8Array, ttl: number): ResourceRecord {

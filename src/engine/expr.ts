@@ -1,8 +1,9 @@
 // Parsing of the expressions written inside `sequence` rules and `any_match`:
 //   matcher: [!] $tag | [!] type param
-//   exec:    accept | return | reject [rcode] | mark n[,n...] | jump seq | goto seq | $tag | type param
+//   exec:    accept | return | reject [rcode|nodata] [soa] [ttl=N] | mark n[,n...] | jump seq | goto seq | $tag | type param
 
 import { parseRcode, RCODE } from "../dns/constants.js";
+import { DEFAULT_NEGATIVE_TTL, MAX_TTL } from "../dns/negative.js";
 import { ArgError, type CheckEnv, type DependencySpec, type ArgProblem } from "./plugin-args.js";
 
 export type MatchExpr = { negate: boolean; raw: string } & ({ ref: string } | { quick: string });
@@ -10,7 +11,8 @@ export type MatchExpr = { negate: boolean; raw: string } & ({ ref: string } | { 
 export type ExecExpr =
   | { builtin: "accept" }
   | { builtin: "return" }
-  | { builtin: "reject"; rcode: number }
+  /** `soaTtl`: the negative answers (NXDOMAIN, `nodata`) carry a synthesised SOA with this TTL; null: none. */
+  | { builtin: "reject"; rcode: number; soaTtl: number | null }
   | { builtin: "mark"; marks: number[] }
   | { builtin: "jump" | "goto"; target: string }
   | { ref: string }
@@ -43,6 +45,38 @@ function parseU32List(text: string, path: (string | number)[]): number[] {
   });
 }
 
+/**
+ * `reject [rcode|nodata] [soa] [ttl=N]`: REFUSED by default. NXDOMAIN (by name or number) and `nodata`
+ * (NOERROR, empty answer) carry an SOA so clients cache the negative answer, TTL N seconds (300 by
+ * default); `reject 0 soa` (OxiDNS's spelling) is `reject nodata`.
+ */
+function parseReject(rest: string, path: (string | number)[]): ExecExpr {
+  const words = rest.split(/\s+/).filter((w) => w.length > 0);
+  if (words.length === 0) return { builtin: "reject", rcode: RCODE.REFUSED, soaTtl: null };
+  const [what, ...options] = words;
+  const nodata = what.toLowerCase() === "nodata";
+  const rcode = nodata ? RCODE.NOERROR : parseRcode(what);
+  if (rcode === undefined) throw new ArgError(`'${what}' is not an rcode (use a number, a name such as NXDOMAIN, or nodata)`, path);
+  let soa = nodata || rcode === RCODE.NXDOMAIN;
+  let ttl: number | null = null;
+  let soaWord = false;
+  for (const word of options) {
+    const m = /^ttl=(.*)$/.exec(word);
+    if (word.toLowerCase() === "soa" && !soaWord) {
+      if (rcode !== RCODE.NOERROR && rcode !== RCODE.NXDOMAIN) throw new ArgError(`'soa' goes with a negative answer: 'reject 0 soa', 'reject nodata' or 'reject nxdomain'`, path);
+      soa = soaWord = true;
+    } else if (m && ttl === null) {
+      if (!/^\d{1,10}$/.test(m[1])) throw new ArgError(`'${word}' is not a TTL: write 'reject ${what} ttl=<seconds>'`, path);
+      if (Number(m[1]) > MAX_TTL) throw new ArgError(`${word} is above the largest TTL, ${MAX_TTL}`, path);
+      ttl = Number(m[1]);
+    } else {
+      throw new ArgError(`'${word}' is not part of reject: write 'reject [rcode|nodata] [soa] [ttl=<seconds>]'`, path);
+    }
+  }
+  if (ttl !== null && !soa) throw new ArgError(`ttl= sets the SOA of a negative answer: only 'reject nxdomain' and 'reject nodata' take it`, path);
+  return { builtin: "reject", rcode, soaTtl: soa ? (ttl ?? DEFAULT_NEGATIVE_TTL) : null };
+}
+
 export function parseExecExpr(text: string, path: (string | number)[]): ExecExpr {
   const t = text.trim();
   if (t.length === 0) throw new ArgError("empty exec expression", path);
@@ -54,12 +88,8 @@ export function parseExecExpr(text: string, path: (string | number)[]): ExecExpr
     case "return":
       if (rest) throw new ArgError(`'${word}' takes no argument`, path);
       return { builtin: word };
-    case "reject": {
-      if (!rest) return { builtin: "reject", rcode: RCODE.REFUSED };
-      const rcode = parseRcode(rest);
-      if (rcode === undefined) throw new ArgError(`'${rest}' is not an rcode (use a number or a name such as NXDOMAIN)`, path);
-      return { builtin: "reject", rcode };
-    }
+    case "reject":
+      return parseReject(rest, path);
     case "mark":
       return { builtin: "mark", marks: parseU32List(rest, path) };
     case "jump":

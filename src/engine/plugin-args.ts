@@ -50,4 +50,6 @@ export interface CheckEnv {
   quickSetup(kind: "executor" | "matcher", expr: string, at: (string | number)[]): { problems: ArgProblem[]; deps: DependencySpec[] };
   /** Whether `word` is an executor type of this build (a cron executor `word ...` is then a quick setup, else a tag). */
   isExecutorType(word: string): boolean;
+  /** Null when network.outbound has a profile `name` (an `outbound` arg names one); otherwise why not. */
+  outboundProblem(name: string): string | null;
 }

@@ -2,6 +2,8 @@
 // at the first miss; executors return Next/Stop/Return. The loop stays synchronous until an
 // executor returns a promise, so queries answered locally never touch the microtask queue.
 
+import { negativeSoaBlock } from "../dns/negative.js";
+import { EMPTY_BLOCK } from "../dns/reply.js";
 import type { DnsContext, PathEvent } from "./context.js";
 import type { ExecExpr } from "./expr.js";
 import { isPromise, MAX_CALL_DEPTH, Step, type Continuation, type Executor, type Matcher, type StepResult } from "./types.js";
@@ -44,8 +46,17 @@ export function builtinAction(e: ExecExpr, target: Executor | null): RuleAction 
       return () => Step.Return;
     case "reject": {
       const rcode = e.rcode;
+      if (e.soaTtl === null) {
+        return (ctx) => {
+          ctx.reply(rcode);
+          return Step.Stop;
+        };
+      }
+      // The SOA's owner points at the question name: a query without a question gets none.
+      const soa = negativeSoaBlock(e.soaTtl);
       return (ctx) => {
-        ctx.reply(rcode);
+        if (ctx.query.questions.length > 0) ctx.reply(rcode, EMPTY_BLOCK, soa);
+        else ctx.reply(rcode);
         return Step.Stop;
       };
     }

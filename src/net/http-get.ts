@@ -3,7 +3,8 @@
 // every redirect: a peer that trickles a byte at a time still ends on time), a byte cap, redirects
 // followed by hand (at most MAX_REDIRECTS, http and https only, a credential only to its origin)
 // under the address rules of outbound-policy.ts, checked on the address actually connected to;
-// optionally through a SOCKS5 proxy (which resolves names itself).
+// optionally through a SOCKS5 proxy (which resolves names itself) or an outbound profile (bind
+// address, proxy, resolver: src/net/outbound.ts).
 
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http";
@@ -12,6 +13,7 @@ import { isIP, type LookupFunction } from "node:net";
 import type { Duplex } from "node:stream";
 import tls from "node:tls";
 import { VERSION } from "../version.js";
+import type { Outbound } from "./outbound.js";
 import { HopGuard } from "./outbound-policy.js";
 import { socks5Connect } from "./socks5.js";
 
@@ -27,6 +29,8 @@ export interface GetOptions {
   /** A whole Authorization header value (basic auth to a primary), likewise only to `origin`. */
   authorization?: { origin: string; value: string } | null;
   socks5?: string | null;
+  /** Egress profile (network.outbound): its bind address, its proxy (instead of `socks5`) and its resolver. */
+  outbound?: Outbound | null;
   accept?: string;
   /** PEM CA for an https peer with its own CA. */
   ca?: Buffer | null;
@@ -90,7 +94,7 @@ const portOf = (url: URL): number => Number(url.port || (url.protocol === "https
 
 function connectVia(proxy: string, url: URL, o: GetOptions): http.RequestOptions["createConnection"] {
   return (_opts, done: (err: Error | null, socket: Duplex) => void) => {
-    socks5Connect(proxy, url.hostname, portOf(url)).then(
+    socks5Connect(proxy, url.hostname, portOf(url), { bind: o.outbound?.bind ?? null }).then(
       (socket) =>
         done(
           null,
@@ -102,11 +106,12 @@ function connectVia(proxy: string, url: URL, o: GetOptions): http.RequestOptions
   };
 }
 
-/** dns.lookup, with every address it gives judged before anything connects to it. */
-function guardedLookup(judge: (address: string) => string | null, refused: (why: string) => void): LookupFunction {
+/** dns.lookup (or the outbound profile's resolver), with every address it gives judged before anything connects to it. */
+function guardedLookup(judge: (address: string) => string | null, refused: (why: string) => void, base: LookupFunction = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    base(hostname, { ...options, all: true }, (err, found) => {
       if (err) return callback(err, "", 0);
+      const addresses: LookupAddress[] = typeof found === "string" ? [{ address: found, family: isIP(found) }] : found;
       for (const a of addresses) {
         const why = judge(a.address);
         if (why !== null) {
@@ -126,8 +131,10 @@ function guardedLookup(judge: (address: string) => string | null, refused: (why:
 function request(url: URL, o: GetOptions, guard: HopGuard, hop: number, signal: AbortSignal): Promise<IncomingMessage> {
   const port = portOf(url);
   const host = stripBrackets(url.hostname);
+  const proxy = o.outbound?.socks5 ?? o.socks5 ?? null;
+  const bind = o.outbound?.bind ?? null;
   // An address in the URL is never looked up, and a proxy resolves names itself: both are judged here.
-  if (isIP(host) !== 0 || o.socks5) {
+  if (isIP(host) !== 0 || proxy) {
     const why = guard.judge(host, port, hop);
     if (why !== null) return Promise.reject(failure(url, "refused", why));
   }
@@ -144,13 +151,15 @@ function request(url: URL, o: GetOptions, guard: HopGuard, hop: number, signal: 
       signal,
       ...(url.protocol === "https:" ? { rejectUnauthorized: !o.insecureSkipVerify, ...(o.ca ? { ca: o.ca } : {}) } : {}),
       // A fresh connection per request; without an agent, http uses createConnection for this one request.
-      ...(o.socks5
-        ? { createConnection: connectVia(o.socks5, url, o) }
+      ...(proxy
+        ? { createConnection: connectVia(proxy, url, o) }
         : {
             agent: false as const,
+            ...(bind ? { localAddress: bind } : {}),
             lookup: guardedLookup(
               (address) => guard.judge(address, port, hop),
               (why) => (refusal = why),
+              o.outbound?.lookupFunction,
             ),
           }),
     });

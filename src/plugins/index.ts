@@ -6,7 +6,8 @@ import { providerControl } from "./providers/control.js";
 import { arbitrary } from "./executors/arbitrary.js";
 import { blackHole } from "./executors/black-hole.js";
 import { cache } from "./executors/cache/index.js";
-import { forward } from "./executors/forward.js";
+import { ddr } from "./executors/ddr.js";
+import { forward } from "./executors/forward/index.js";
 import { hosts } from "./executors/hosts.js";
 import { sequence } from "./executors/sequence.js";
 import { sleep } from "./executors/sleep.js";
@@ -14,6 +15,7 @@ import { dropResp } from "./executors/drop-resp.js";
 import { ecsHandler } from "./executors/ecs-handler.js";
 import { forwardEdns0opt } from "./executors/forward-edns0opt.js";
 import { preferIpv4, preferIpv6 } from "./executors/prefer-ip.js";
+import { ipSelector } from "./executors/ip-selector/index.js";
 import { redirect } from "./executors/redirect.js";
 import { ttl } from "./executors/ttl.js";
 import { debugPrint } from "./executors/debug-print.js";
@@ -28,6 +30,10 @@ import { download } from "./executors/download/index.js";
 import { reverseLookup } from "./executors/reverse-lookup.js";
 import { httpRequest } from "./executors/http-request/index.js";
 import { script } from "./executors/script/index.js";
+import { learnDomain } from "./executors/learn-domain.js";
+import { rosAddressList } from "./executors/ros-address-list/index.js";
+import { ipset } from "./executors/sets/ipset.js";
+import { nftset } from "./executors/sets/nftset.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
 import { cnameMatcher } from "./matchers/cname.js";
@@ -48,6 +54,7 @@ import { rateLimiterMatcher } from "./matchers/rate-limiter.js";
 import { stringExpMatcher } from "./matchers/string-exp.js";
 import { adguardRule } from "./providers/adguard-rule.js";
 import { domainSet } from "./providers/domain-set.js";
+import { dynamicDomainSet } from "./providers/dynamic-domain-set/index.js";
 import { geoip } from "./providers/geoip.js";
 import { geosite } from "./providers/geosite.js";
 import { ipSet } from "./providers/ip-set.js";
@@ -73,6 +80,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   sequence,
   forward,
   blackHole,
+  ddr,
   sleep,
   hosts,
   cache,
@@ -81,10 +89,12 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   redirect,
   preferIpv4,
   preferIpv6,
+  ipSelector,
   ecsHandler,
   forwardEdns0opt,
   fallback,
   reverseLookup,
+  learnDomain,
   metricsCollector,
   querySummary,
   queryRecorder,
@@ -95,6 +105,9 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   download,
   httpRequest,
   script,
+  rosAddressList,
+  ipset,
+  nftset,
   // matchers
   trueMatcher,
   falseMatcher,
@@ -117,6 +130,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   questionMatcher,
   // providers
   domainSet,
+  dynamicDomainSet,
   ipSet,
   geosite,
   geoip,

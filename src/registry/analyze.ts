@@ -4,6 +4,7 @@
 
 import { validateSchema } from "../config/ajv.js";
 import { ConfigError, renderPath, type Diagnostic } from "../config/diagnostics.js";
+import { unknownOutbound } from "../config/network.js";
 import type { PluginConfig, SluiceConfig } from "../config/load.js";
 import { callDepthProblems } from "./call-depth.js";
 import type { Catalog } from "./catalog.js";
@@ -67,7 +68,14 @@ export function resolveArgs(def: AnyDefinition, raw: unknown, env: CheckEnv): { 
 
 class Analyzer implements CheckEnv {
   readonly problems: Diagnostic[] = [];
-  constructor(private readonly catalog: Catalog) {}
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly outbound: SluiceConfig["outbound"],
+  ) {}
+
+  outboundProblem(name: string): string | null {
+    return outboundProblem(name, this.outbound);
+  }
 
   lookup(type: string): { def: AnyDefinition } | { error: string } {
     const found = this.catalog.lookup(type);
@@ -107,9 +115,14 @@ class Analyzer implements CheckEnv {
   }
 }
 
+/** Null when `profiles` has one named `name`; otherwise the message saying it does not. */
+export function outboundProblem(name: string, profiles: SluiceConfig["outbound"]): string | null {
+  return Object.hasOwn(profiles, name) ? null : unknownOutbound(name, profiles);
+}
+
 /** Analyses a loaded configuration. Throws ConfigError with every problem found. */
 export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis {
-  const a = new Analyzer(catalog);
+  const a = new Analyzer(catalog, config.outbound);
   const byTag = new Map<string, ResolvedPlugin>();
   const resolved: ResolvedPlugin[] = [];
   const firstSeen = new Map<string, PluginConfig>();

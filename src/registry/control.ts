@@ -151,6 +151,12 @@ export interface SharedChanges {
 
 export interface PluginControl<I = never> {
   concern?(instance: I, env: ConcernEnv): Concern;
+  /**
+   * The concern runs for quick-setup instances of the type too (a child of the quick-setup actor),
+   * because the instance needs it to work at all (ipset's batch writer). Such a concern declares no
+   * start-up; nothing but the instance reaches it (no route or other plugin can address a quick setup).
+   */
+  readonly quickConcern?: boolean;
   routes?: readonly PluginRoute<I>[];
   shared?: SharedChanges;
 }

@@ -9,12 +9,14 @@ import { recordsInstance } from "../config/cluster.js";
 import type { SluiceConfig } from "../config/load.js";
 import { renderPath } from "../config/diagnostics.js";
 import type { Executor, Matcher } from "../engine/types.js";
-import { resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
+import { openOutbound } from "../engine/upstream/outbound.js";
+import type { Outbound } from "../net/outbound.js";
+import { outboundProblem, resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
 import type { Catalog } from "./catalog.js";
 import type { Concern, ConcernEnv } from "./control.js";
 import { MatcherModes } from "./matcher-mode.js";
 import type { Services } from "./services.js";
-import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type PluginKind, type ServerPlugin } from "./types.js";
+import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type EncryptedEndpoint, type PluginKind, type ServerPlugin } from "./types.js";
 
 export interface LivePlugin {
   tag: string;
@@ -42,11 +44,8 @@ export interface QuickSetup {
   tag: string;
   type: string;
   kind: PluginKind;
-}
-
-/** Every quick-setup instance a plugin owns, its own ones' included, in creation order. */
-function quickSetups(live: LivePlugin): QuickSetup[] {
-  return live.children.flatMap((c) => [{ tag: c.tag, type: c.type, kind: c.kind }, ...quickSetups(c)]);
+  /** Its type's concern when the type runs one for quick setups too (PluginControl.quickConcern). */
+  concern: Concern | null;
 }
 
 /** How a runtime reaches the control plane of its plugins (provided by the actor layer). */
@@ -59,6 +58,10 @@ export type ControlResolver = (tag: string) => ControlHandle;
 export class Runtime {
   readonly plugins = new Map<string, LivePlugin>();
   readonly modes = new MatcherModes();
+  /** Set once every server has started (what `encryptedEndpoints` waits for). */
+  private started = false;
+  /** The egress profiles plugins asked for (ctx.outbound), made once per runtime. */
+  private readonly outbounds = new Map<string, Outbound>();
 
   constructor(
     /** The configuration this runtime was built from. */
@@ -97,7 +100,20 @@ export class Runtime {
       pluginError: (err, failed) => this.initError(rp, err, failed),
     };
     const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
-    return { type: rp.def.type, kind: rp.def.kind, concern, quick: quickSetups(live) };
+    return { type: rp.def.type, kind: rp.def.kind, concern, quick: this.quickSetups(live, rp) };
+  }
+
+  /** Every quick-setup instance a plugin owns, its own ones' included, in creation order. */
+  private quickSetups(live: LivePlugin, rp: ResolvedPlugin): QuickSetup[] {
+    return live.children.flatMap((c) => [{ tag: c.tag, type: c.type, kind: c.kind, concern: this.quickConcern(c, rp) }, ...this.quickSetups(c, rp)]);
+  }
+
+  private quickConcern(c: LivePlugin, rp: ResolvedPlugin): Concern | null {
+    const found = this.catalog.lookup(c.type);
+    const control = "def" in found ? found.def.control : undefined;
+    if (control?.quickConcern !== true || !control.concern) return null;
+    const log = this.services.log.child({ target: `plugin:${c.tag}` });
+    return control.concern(c.instance, { tag: c.tag, log, metrics: this.services.metrics, matcherMode: null, pluginError: (err, failed) => this.initError(rp, err, failed) });
   }
 
   /**
@@ -177,7 +193,32 @@ export class Runtime {
       },
       isExecutorType: (word) => this.isExecutorType(word),
       control: (t) => this.controls(t),
+      encryptedEndpoints: () => (this.started ? this.encryptedEndpoints() : null),
+      outbound: (name) => this.outbound(name),
     };
+  }
+
+  private encryptedEndpoints(): EncryptedEndpoint[] {
+    const out: EncryptedEndpoint[] = [];
+    for (const rp of this.analysis.plugins) {
+      const live = this.plugins.get(rp.config.tag);
+      const endpoint = live?.kind === "server" ? (live.instance as ServerPlugin).encrypted?.() : null;
+      if (endpoint) out.push(endpoint);
+    }
+    return out;
+  }
+
+  /** The profile `name` of network.outbound (DIRECT for none); analysis made sure it exists. */
+  outbound(name: string | null | undefined): Outbound {
+    if (name === null || name === undefined) return openOutbound(null);
+    let o = this.outbounds.get(name);
+    if (!o) {
+      const settings = this.config.outbound[name] as SluiceConfig["outbound"][string] | undefined;
+      if (!settings) throw new ArgError(outboundProblem(name, this.config.outbound) ?? `no outbound profile '${name}'`);
+      o = openOutbound(settings);
+      this.outbounds.set(name, o);
+    }
+    return o;
   }
 
   private isExecutorType(word: string): boolean {
@@ -187,7 +228,7 @@ export class Runtime {
 
   /** Quick-setup args were fully checked during analysis; nothing nests further here. */
   private checkEnv(): CheckEnv {
-    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word) };
+    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word), outboundProblem: (name) => outboundProblem(name, this.config.outbound) };
   }
 
   private get(tag: string, kind: PluginKind): AnyPlugin {
@@ -218,6 +259,7 @@ export class Runtime {
       const live = this.plugins.get(tag);
       if (live?.kind === "server") await (live.instance as ServerPlugin).start();
     }
+    this.started = true;
   }
 
   private async destroyOne(live: LivePlugin): Promise<void> {

@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
 import type { ArgProblem, CheckEnv, DependencySpec, PluginKind } from "../engine/plugin-args.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
+import type { Outbound } from "../net/outbound.js";
 import type { PluginControl } from "./control.js";
 import type { Services } from "./services.js";
 
@@ -34,6 +35,20 @@ export interface ServerPlugin extends Lifecycle {
   start(): Promise<void>;
   /** Where it listens (the real port when the config said 0). */
   address(): { protocol: string; address: string; port: number };
+  /** The encrypted DNS it serves (DoT, DoH over TLS), which `ddr` advertises; null or absent: none. */
+  encrypted?(): EncryptedEndpoint | null;
+}
+
+/** A DNS-over-TLS or DNS-over-HTTPS service of a server of this runtime. */
+export interface EncryptedEndpoint {
+  /** The server's tag. */
+  tag: string;
+  protocol: "dot" | "doh";
+  /** The bound address (`0.0.0.0` / `::` for every address) and the real port. */
+  address: string;
+  port: number;
+  /** DoH: the path of the server's first entry (`/dns-query`). */
+  path?: string;
 }
 
 export interface PluginByKind {
@@ -71,6 +86,17 @@ export interface CreateContext {
    * drive one (`reload_provider` → a provider's reload). Resolved when called, not at create time.
    */
   control(tag: string): ControlHandle;
+  /**
+   * The encrypted DNS services of this runtime's servers, in configuration order; null until the
+   * servers have started (they are created after the executors they call, so ask while answering).
+   */
+  encryptedEndpoints(): readonly EncryptedEndpoint[] | null;
+  /**
+   * The egress profile `name` of network.outbound (docs/operations.md#outbound-profiles): its bind
+   * address, SOCKS5 proxy and resolver, with `connect`, `lookup` and `agent` for HTTP. DIRECT when
+   * `name` is null or undefined. A plugin arg naming a profile is checked with `env.outboundProblem`.
+   */
+  outbound(name: string | null | undefined): Outbound;
 }
 
 /** Asks a plugin's concern actor to do something and waits for the outcome. */

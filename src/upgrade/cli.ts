@@ -60,7 +60,7 @@ export async function runUpgradeCommand(argv: string[], env: NodeJS.ProcessEnv =
   const configPath = resolve(p.dir, p.config);
   const config = loadConfigFile(configPath, { env });
   const token = env.SLUICE_RELEASE_HOST_TOKEN;
-  const options = resolveOptions(config.upgrade, { ...p.request, release_host_token: token ? token : null }, { baseDir: p.dir, env }, p.shell);
+  const options = resolveOptions(config.upgrade, { ...p.request, release_host_token: token ? token : null }, { baseDir: p.dir, env, outbound: config.outbound }, p.shell);
   const print = (line: string): boolean => process.stdout.write(line + "\n");
   if (p.action === "check") {
     const r = await checkUpgrade(options);

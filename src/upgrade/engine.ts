@@ -54,7 +54,7 @@ export class NotInstalledError extends Error {
 }
 
 function limits(o: UpgradeOptions): RequestLimits {
-  return { timeoutMs: o.timeoutMs, maxBytes: o.maxBytes, token: o.token ? { origin: new URL(o.releaseApi).origin, value: o.token } : null, socks5: o.socks5 };
+  return { timeoutMs: o.timeoutMs, maxBytes: o.maxBytes, token: o.token ? { origin: new URL(o.releaseApi).origin, value: o.token } : null, socks5: o.socks5, outbound: o.outbound };
 }
 
 function latest(o: UpgradeOptions): Promise<Release> {

@@ -9,6 +9,8 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { DEFAULT_MAX_DOWNLOAD_BYTES, DEFAULT_RELEASE_API, DEFAULT_START_DEADLINE, DEFAULT_UPGRADE_TIMEOUT, REPOSITORY_PATTERN, SOCKS5_PATTERN, type UpgradeConfig } from "../config/upgrade.js";
 import { parseDuration } from "../engine/duration.js";
+import { openOutbound } from "../engine/upstream/outbound.js";
+import type { Outbound, OutboundSettings } from "../net/outbound.js";
 import { detectInstallDir } from "./layout.js";
 
 /** The optional JSON body of POST /api/upgrade/check and /apply. */
@@ -70,6 +72,8 @@ export interface UpgradeOptions {
   /** False only when the operator set upgrade.require_signature: false (then publicKey may be null). */
   requireSignature: boolean;
   socks5: string | null;
+  /** upgrade.outbound's profile (bind address, proxy, resolver); null: direct (or through `socks5`). */
+  outbound: Outbound | null;
   token: string | null;
   /** Null when the process does not run from an installed release (check still works). */
   installDir: string | null;
@@ -122,11 +126,24 @@ function checkSocks5(socks5: string | null): void {
   if (!host) throw new UpgradeConfigError(`socks5 must be socks5://[user:pass@]host:port, not '${socks5}'`);
 }
 
+/** upgrade.outbound's profile; a proxy given at the shell (--socks5) replaces the profile's. */
+function upgradeOutbound(name: string | undefined, profiles: Readonly<Record<string, OutboundSettings>>, shellSocks5: string | null | undefined): Outbound | null {
+  if (name === undefined) return null;
+  const settings = Object.hasOwn(profiles, name) ? profiles[name] : undefined;
+  if (!settings) throw new UpgradeConfigError(`upgrade.outbound: no outbound profile '${name}' in network.outbound`);
+  return openOutbound(shellSocks5 === undefined ? settings : { ...settings, socks5: shellSocks5 });
+}
+
 /**
  * Settings for one check/apply. Throws UpgradeNotConfiguredError without an `upgrade` section or
  * without the key signatures need, UpgradeConfigError naming the field that cannot work.
  */
-export function resolveOptions(config: UpgradeConfig | null, request: UpgradeRequest, ctx: { baseDir: string; env?: NodeJS.ProcessEnv }, shell: ShellOverrides = {}): UpgradeOptions {
+export function resolveOptions(
+  config: UpgradeConfig | null,
+  request: UpgradeRequest,
+  ctx: { baseDir: string; env?: NodeJS.ProcessEnv; outbound?: Readonly<Record<string, OutboundSettings>> },
+  shell: ShellOverrides = {},
+): UpgradeOptions {
   if (config === null) throw new UpgradeNotConfiguredError(NOT_CONFIGURED_MESSAGE);
   const source = sourceField(request);
   if (source !== null) throw new UpgradeConfigError(`${source.field} cannot be chosen by a request (it decides where code comes from); set ${source.key} in the configuration`);
@@ -137,6 +154,7 @@ export function resolveOptions(config: UpgradeConfig | null, request: UpgradeReq
   if (!new RegExp(REPOSITORY_PATTERN).test(repository)) throw new UpgradeConfigError(`repository must be <owner>/<name> (letters, digits, '-', '_', '.'; neither part starting with a dot), not '${repository}'`);
   const socks5 = shell.socks5 !== undefined ? shell.socks5 : (config.socks5 ?? null);
   checkSocks5(socks5);
+  const outbound = upgradeOutbound(config.outbound, ctx.outbound ?? {}, shell.socks5);
   const target = request.target ?? "latest";
   if (target !== "latest" && !/^[0-9A-Za-z][0-9A-Za-z._+-]{0,127}$/.test(target)) throw new UpgradeConfigError(`target must be latest or a release tag, not '${target}'`);
   const token = request.release_host_token ?? null;
@@ -155,6 +173,7 @@ export function resolveOptions(config: UpgradeConfig | null, request: UpgradeReq
     publicKey,
     requireSignature,
     socks5,
+    outbound,
     token,
     installDir: detectInstallDir(config.install_dir, ctx.baseDir, ctx.env),
   };

@@ -1,8 +1,8 @@
 // What the servers must answer to any packet, per the rules in src/plugins/servers/handle.ts and the
-// fuzz configuration (names under blocked.test → NXDOMAIN, everything else → REFUSED; udp_server's
+// fuzz configuration (names under blocked.test → NXDOMAIN with its SOA, everything else → REFUSED; udp_server's
 // default max_udp_size of 1232).
 
-import { FLAG, RCODE } from "../../src/dns/constants.js";
+import { FLAG, QTYPE, RCODE } from "../../src/dns/constants.js";
 import { decodeMessage, messageRcode, type Message, type Question } from "../../src/dns/message.js";
 import { nameToLabels } from "../../src/dns/name.js";
 import { MAX_EDNS_OPTIONS, MAX_QUERY_BYTES } from "../../src/dns/query.js";
@@ -72,7 +72,13 @@ export function checkReply(request: Buffer, reply: Buffer, protocol: "udp" | "tc
   const got = JSON.stringify(m.questions);
   const want = JSON.stringify(exp.questions);
   if (got !== want) return why(`questions ${got.slice(0, 200)} != ${want.slice(0, 200)}`);
-  if (m.answers.length + m.authorities.length + m.additionals.length > 0) return why("records in a reject answer");
+  // `reject 3` carries the synthesised SOA (owned by the question name, TTL 300); REFUSED and the rest are bare.
+  const soa = exp.rcode === RCODE.NXDOMAIN ? m.authorities : [];
+  if (m.answers.length + m.additionals.length + m.authorities.length - soa.length > 0) return why("records in a reject answer");
+  if (exp.rcode === RCODE.NXDOMAIN) {
+    const r = soa.length === 1 ? soa[0] : null;
+    if (r === null || r.type !== QTYPE.SOA || r.ttl !== 300 || r.name !== exp.questions[0].name) return why(`NXDOMAIN without its one SOA: ${JSON.stringify(m.authorities).slice(0, 200)}`);
+  }
   if ((m.edns === null) !== (exp.edns === null)) return why(`OPT ${m.edns ? "present" : "missing"} in the reply`);
   if (m.edns && exp.edns && ((m.edns.flags & 0x8000) !== 0) !== exp.edns.dnssecOk) return why("DO bit not mirrored");
   if (protocol === "udp" && reply.length > exp.udpLimit) return why(`UDP reply of ${reply.length} bytes over the limit ${exp.udpLimit}`);

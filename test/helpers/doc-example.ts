@@ -7,12 +7,13 @@
 // its printed output (possibly none). Addresses are the document's fixed ones; the runner changes them to
 // the test's: the API `127.0.0.1:9080` and every `listen: 127.0.0.1:5353` go to port 0, and in commands
 // `-p 5353` becomes the UDP listener's port (`+tcp` commands: the TCP listener's), `127.0.0.1:9080` the
-// API's. Anything else (an upstream, a file server) the test replaces with `replace`.
+// API's. Anything else (an upstream, a file server) the test replaces with `replace`. With `netns`, the
+// program and every command run inside that network namespace (`ip netns exec <name>`).
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { startCli, type RunningCli } from "./cli.js";
+import { CLI, startCli, type RunningCli } from "./cli.js";
 import { tempDir } from "./sluice.js";
 
 const run = promisify(execFile);
@@ -69,6 +70,14 @@ export interface ExampleOptions {
   env?: NodeJS.ProcessEnv;
   /** Applied to each command's output before it is returned (e.g. to round a time left). */
   normalize?: (output: string, command: string) => string;
+  /**
+   * The port every `listen: 127.0.0.1:5353` gets instead of 0 (one free for UDP and TCP: freePort() in
+   * unbound.ts), for examples whose commands reach both listeners at one address; `127.0.0.1:5353` in
+   * commands becomes it too.
+   */
+  listenPort?: number;
+  /** The argv prefix that runs a program in a network namespace (test/helpers/netns.ts): the program and the commands run there. */
+  netns?: string[];
 }
 
 /** Starts the example's configuration with `sluice start` and returns a runner for its commands. */
@@ -79,10 +88,16 @@ export async function startDocExample(title: string, options: ExampleOptions = {
     mkdirSync(dirname(join(dir, name)), { recursive: true });
     writeFileSync(join(dir, name), content);
   }
-  let yaml = example.yaml.replaceAll("127.0.0.1:9080", "127.0.0.1:0").replace(/listen: "?127\.0\.0\.1:5353"?/g, 'listen: "127.0.0.1:0"');
+  const listen = `127.0.0.1:${String(options.listenPort ?? 0)}`;
+  let yaml = example.yaml.replaceAll("127.0.0.1:9080", "127.0.0.1:0").replace(/listen: "?127\.0\.0\.1:5353"?/g, `listen: "${listen}"`);
   for (const [from, to] of options.replace ?? []) yaml = yaml.replaceAll(from, to);
   writeFileSync(join(dir, "sluice.yaml"), yaml);
-  const cli = startCli(["-c", "sluice.yaml", "-d", dir], { env: options.env });
+  let launcher: string | undefined;
+  if (options.netns) {
+    launcher = join(dir, "sluice-in-netns");
+    writeFileSync(launcher, `#!/bin/sh\nexec ${options.netns.join(" ")} ${process.execPath} ${CLI} "$@"\n`, { mode: 0o755 });
+  }
+  const cli = startCli(["-c", "sluice.yaml", "-d", dir], { env: options.env, launcher });
   await cli.waitForLog((l) => l.msg === "sluice started", 20_000);
   const port = (msg: string): number => Number(cli.logs.find((l) => l.msg === msg)?.port ?? 0);
   const base = `http://127.0.0.1:${String(port("management API listening"))}`;
@@ -91,8 +106,10 @@ export async function startDocExample(title: string, options: ExampleOptions = {
   const exec = async (command: string): Promise<string> => {
     let line = command.replaceAll("http://127.0.0.1:9080", base).replaceAll("127.0.0.1:9080", base.slice(7));
     line = line.replaceAll("-p 5353", `-p ${String(/\+tcp\b/.test(command) ? tcpPort : udpPort)}`);
+    if (options.listenPort !== undefined) line = line.replaceAll("127.0.0.1:5353", listen);
     for (const [from, to] of options.replace ?? []) line = line.replaceAll(from, to);
-    const { stdout } = await run("bash", ["-o", "pipefail", "-c", line], { cwd: dir, timeout: 15_000, env: { ...process.env, ...options.env } });
+    const argv = [...(options.netns ?? []), "bash", "-o", "pipefail", "-c", line];
+    const { stdout } = await run(argv[0], argv.slice(1), { cwd: dir, timeout: 15_000, env: { ...process.env, ...options.env } });
     const out = stdout.replace(/\n+$/, "");
     return options.normalize ? options.normalize(out, command) : out;
   };

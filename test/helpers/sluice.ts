@@ -27,9 +27,12 @@ export function tempDir(prefix = "sluice-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** `clockShift`: added to the clock cached answers age by; the test moves it instead of waiting. */
-export async function startSluice(yaml: string, files: Record<string, string | Uint8Array> = {}, opts: { clockShift?: { ms: number } } = {}): Promise<RunningSluice> {
-  const dir = tempDir();
+/**
+ * `clockShift`: added to the clock cached answers age by; the test moves it instead of waiting. `dir`:
+ * start in this working directory (a restart: what the previous run left there is read again).
+ */
+export async function startSluice(yaml: string, files: Record<string, string | Uint8Array> = {}, opts: { clockShift?: { ms: number }; dir?: string } = {}): Promise<RunningSluice> {
+  const dir = opts.dir ?? tempDir();
   for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
   const configPath = join(dir, "sluice.yaml");
   writeFileSync(configPath, yaml);

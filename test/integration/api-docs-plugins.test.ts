@@ -59,7 +59,7 @@ async function sh(script: string): Promise<string> {
 }
 
 /** Fields whose values depend on when the example ran: only their type must match. */
-const VOLATILE = new Set(["id", "cached_at_ms", "expires_at_ms", "last_access_ms", "remaining_ttl", "until_ms", "duration_ms"]);
+const VOLATILE = new Set(["id", "cached_at_ms", "expires_at_ms", "last_access_ms", "remaining_ttl", "until_ms", "duration_ms", "added_at_ms", "ttl_left_ms"]);
 
 /** `shown` with every volatile field replaced by a matcher of its type. */
 function expected(shown: unknown, key = ""): unknown {
@@ -102,7 +102,7 @@ test("the section shows a configuration, a rule file, and an answer for every co
   });
   // Every route of the section is exercised.
   const all = shells.map((b) => b.body).join("\n");
-  for (const route of [/\/api\/plugins$/m, /\/cache\/entries\?/, /-X DELETE .*\/cache\/entries\//, /\/cache\/flush/, /\/cache\/dump/, /\/cache\/load_dump/, /\/rdns\?ip=/, /\/ads\/status/, /\/ads\/mode/, /\/blocklist\/reload/]) {
+  for (const route of [/\/api\/plugins$/m, /\/cache\/entries\?/, /-X DELETE .*\/cache\/entries\//, /\/cache\/flush/, /\/cache\/dump/, /\/cache\/load_dump/, /\/rdns\?ip=/, /\/ads\/status/, /\/ads\/mode/, /\/blocklist\/reload/, /-X POST .*\/blocked\/rules$/m, /\/blocked\/rules\?/, /-X DELETE .*\/blocked\/rules$/m, /\/blocked\/rules\/clear/]) {
     expect(all).toMatch(route);
   }
 });

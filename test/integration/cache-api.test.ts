@@ -24,7 +24,7 @@ function makeCache(size: number, extra: Partial<CacheOptions> = {}): { cache: Ca
       size,
       shortCircuit: true,
       ecsInKey: false,
-      policy: { maxPositiveTtl: null, cacheNegative: true, maxNegativeTtl: 300, negativeTtlWithoutSoa: 60, lazyMs: 0 },
+      policy: { maxPositiveTtl: null, minPositiveTtl: 0, cacheNegative: true, maxNegativeTtl: 300, negativeTtlWithoutSoa: 60, lazyMs: 0 },
       dumpFile: null,
       dumpIntervalMs: 600_000,
       ...extra,

@@ -94,7 +94,7 @@ test("dumps are written atomically: a reader never sees a partial file and no te
       size: 2000,
       shortCircuit: false,
       ecsInKey: false,
-      policy: { maxPositiveTtl: null, cacheNegative: true, maxNegativeTtl: 300, negativeTtlWithoutSoa: 60, lazyMs: 0 },
+      policy: { maxPositiveTtl: null, minPositiveTtl: 0, cacheNegative: true, maxNegativeTtl: 300, negativeTtlWithoutSoa: 60, lazyMs: 0 },
       dumpFile: file,
       dumpIntervalMs: 600_000,
     },

@@ -133,10 +133,14 @@ describe("clients", () => {
     expect(viaH1.httpVersion).toBe("1.1");
     expect(dnsOf(viaH1).id).toBe(0);
     expect(dnsOf(await h1Request(tlsOrigin, get(q), pki.ca)).id).toBe(0x4242);
-    // An answer without records is not to be cached.
+    // A negative answer is kept for its SOA's negative TTL (reject NXDOMAIN's SOA: 300 s)...
     const nx = await h2Once(tlsOrigin, get(buildQuery("none.doh.test", "A")), pki.ca);
     expect(rcodeOf(dnsOf(nx))).toBe(3);
-    expect(nx.headers["cache-control"]).toBe("max-age=0");
+    expect(nx.headers["cache-control"]).toBe("max-age=300");
+    // ... and an answer without records is not to be cached.
+    const refused = await h2Once(tlsOrigin, get(buildQuery("elsewhere.test", "A")), pki.ca);
+    expect(rcodeOf(dnsOf(refused))).toBe(5);
+    expect(refused.headers["cache-control"]).toBe("max-age=0");
   });
 
   test("one cleartext port serves HTTP/1.1 and h2c with prior knowledge", async () => {

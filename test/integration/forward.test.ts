@@ -201,9 +201,10 @@ test("configuration errors name the field: unsupported schemes, unknown keys, ba
   // Files are read when the plugin is created (start-up or reload), not by `check`.
   const noCa = await startSluice(`plugins:\n  - { tag: fwd, type: forward, args: { upstreams: [{ addr: "tls://1.1.1.1", ca: missing.pem }] } }\n  - { tag: main, type: sequence, args: [{ exec: $fwd }] }\n${serversYaml()}`).catch((e: unknown) => e);
   expect((noCa as Error).message).toContain("args.upstreams[0].ca: cannot read ca 'missing.pem': ENOENT");
-  expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", socks5: "127.0.0.1:1080" }] }`)).toContain("unknown field 'socks5'");
+  expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", socks5: "http://127.0.0.1:1080" }] }`)).toContain("args.upstreams[0].socks5: 'http://127.0.0.1:1080': only socks5:// proxies are supported");
+  expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", enable_http3: true }] }`)).toContain("unknown field 'enable_http3'");
   expect(await tryConfig(`{ upstreams: [] }`)).toContain("upstreams");
-  expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1" }], concurrent: 4 }`)).toContain("concurrent");
+  expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1" }], concurrent: 33 }`)).toContain("concurrent");
   expect(await tryConfig(`{ upstreams: [{ addr: "1.1.1.1", timeout: 0 }] }`)).toContain("timeout must be greater than zero");
   expect(await tryConfig(`{ upstreams: [{ addr: "dns.test", bootstrap: "dns.google" }] }`)).toContain("args.upstreams[0].bootstrap");
   const quick = await startSluice(`plugins:\n  - tag: main\n    type: sequence\n    args: [{ exec: forward h3://dns.google/dns-query }]\n${serversYaml()}`).catch((e: unknown) => e);

@@ -1,11 +1,15 @@
 // The README's management examples, run as printed (only the address is changed to the test's
-// listener) against the real program started with the shipped default configuration.
+// listener) against the real program started with the shipped default configuration; and what that
+// configuration answers itself (_dns.resolver.arpa).
 import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { QTYPE } from "../../src/dns/constants.js";
+import { readSoa } from "../../src/dns/rdata.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
+import { query, rcodeOf } from "../helpers/dns.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const run = promisify(execFile);
@@ -74,4 +78,15 @@ test("the README's curl examples work as printed", async () => {
   const out = await run("bash", ["-c", `timeout 2 ${stream.replaceAll("http://127.0.0.1:9080", base)}; true`], { cwd: dir, timeout: 10_000 });
   expect(out.stdout).toContain("event: log");
   expect(out.stdout).toMatch(/"message":"reload succeeded"/);
+});
+
+test("the shipped configuration answers _dns.resolver.arpa itself: NODATA with Sluice's SOA, never forwarded", async () => {
+  const port = Number(cli.logs.find((l) => l.msg === "udp server listening")?.port);
+  for (const type of ["SVCB", "A"]) {
+    const m = await query(port, "_dns.resolver.arpa", type);
+    expect(rcodeOf(m)).toBe(0);
+    expect(m.answers).toEqual([]);
+    expect(m.authorities.map((r) => [r.name, r.type, r.ttl])).toEqual([["_dns.resolver.arpa", QTYPE.SOA, 300]]);
+    expect(readSoa(m.authorities[0].data).mname).toBe("ns.sluice.invalid");
+  }
 });

@@ -6,7 +6,6 @@
 // request cannot name another.
 import { generateKeyPairSync, sign } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { signatureName } from "../../src/upgrade/release.js";
@@ -14,6 +13,7 @@ import { VERSION } from "../../src/version.js";
 import { fakeRelease } from "../helpers/fake-release.js";
 import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { tempDir } from "../helpers/sluice.js";
+import { startSocks5 } from "../helpers/socks5.js";
 import { filesUnder, makeInstallDir, post, startUpgradable } from "../helpers/upgrade.js";
 
 let api: ReleaseHost;
@@ -168,65 +168,6 @@ describe("signatures: upgrade.public_key and upgrade.require_signature", () => {
   });
 });
 
-/** A SOCKS5 proxy (no auth, or user/password) that records where it was asked to connect. */
-async function startSocks5(auth?: { user: string; pass: string }): Promise<{ url: string; targets: string[]; close(): Promise<void> }> {
-  const targets: string[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    sockets.add(client);
-    let buf = Buffer.alloc(0);
-    let stage: "greet" | "auth" | "connect" | "piped" = "greet";
-    client.on("data", (d: Buffer) => {
-      if (stage === "piped") return;
-      buf = Buffer.concat([buf, d]);
-      if (stage === "greet" && buf.length >= 2 && buf.length >= 2 + buf[1]) {
-        const methods = [...buf.subarray(2, 2 + buf[1])];
-        buf = buf.subarray(2 + buf[1]);
-        const method = auth ? 2 : 0;
-        client.write(Buffer.from([5, methods.includes(method) ? method : 0xff]));
-        stage = auth ? "auth" : "connect";
-      }
-      if (stage === "auth" && buf.length >= 2 && buf.length >= 3 + buf[1] && buf.length >= 3 + buf[1] + buf[2 + buf[1]]) {
-        const user = buf.subarray(2, 2 + buf[1]).toString();
-        const pass = buf.subarray(3 + buf[1], 3 + buf[1] + buf[2 + buf[1]]).toString();
-        buf = buf.subarray(3 + buf[1] + buf[2 + buf[1]]);
-        const ok = auth !== undefined && user === auth.user && pass === auth.pass;
-        client.write(Buffer.from([1, ok ? 0 : 1]));
-        if (!ok) return void client.end();
-        stage = "connect";
-      }
-      if (stage === "connect" && buf.length >= 5) {
-        const atyp = buf[3];
-        const len = atyp === 1 ? 4 : atyp === 4 ? 16 : 1 + buf[4];
-        if (buf.length < 4 + len + 2) return;
-        const host = atyp === 1 ? [...buf.subarray(4, 8)].join(".") : atyp === 3 ? buf.subarray(5, 5 + buf[4]).toString() : "ipv6";
-        const port = buf.readUInt16BE(4 + len);
-        targets.push(`${host}:${port}`);
-        stage = "piped";
-        const upstream = net.connect({ host, port }, () => {
-          client.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]));
-          const rest = buf.subarray(4 + len + 2);
-          if (rest.length > 0) upstream.write(rest);
-          client.pipe(upstream).pipe(client);
-        });
-        sockets.add(upstream);
-        upstream.on("error", () => client.destroy());
-        client.on("error", () => upstream.destroy());
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    url: auth ? `socks5://${auth.user}:${auth.pass}@127.0.0.1:${port}` : `socks5://127.0.0.1:${port}`,
-    targets,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe("socks5", () => {
   test("the check goes through the proxy upgrade.socks5 names (and with user and password)", async () => {
     api.publish(releaseOf("9.9.9", api.url, {}), {});
@@ -245,6 +186,23 @@ describe("socks5", () => {
         await s.stop();
         await proxy.close();
       }
+    }
+  });
+
+  test("upgrade.outbound: the check goes out through the profile's proxy, from its bind address", async () => {
+    api.publish(releaseOf("9.9.9", api.url, {}), {});
+    const port = new URL(api.url).port;
+    const proxy = await startSocks5();
+    const s = await startUpgradable({ releaseApi: api.api, extra: `  outbound: egress\nnetwork:\n  outbound:\n    egress: { socks5: "${proxy.url}", bind: 127.0.0.3 }` });
+    try {
+      const res = await post(s.apiUrl, "/api/upgrade/check");
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ latest_version: "9.9.9" });
+      expect(proxy.targets).toEqual([`127.0.0.1:${port}`]);
+      expect(proxy.clients).toEqual(["127.0.0.3"]);
+    } finally {
+      await s.stop();
+      await proxy.close();
     }
   });
 

@@ -7,7 +7,7 @@ import { LruStore } from "../../src/plugins/executors/cache/store.js";
 function entry(qname: string, qtype: number, bits = 0, ecs = ""): Entry {
   return {
     qname, qtype, qclass: 1, bits, ecs, wire: Buffer.alloc(12), ttls: [], qnameEnd: 13, storedName: qname, ttl: 60, negative: false,
-    cachedAt: 0, freshUntil: 60_000, expireAt: 60_000, lastAccess: 0, seq: 0, born: 0, refreshing: false, prev: null, next: null, sibling: null,
+    cachedAt: 0, freshUntil: 60_000, expireAt: 60_000, lastAccess: 0, seq: 0, born: 0, hits: 0, refreshing: false, prev: null, next: null, sibling: null,
   };
 }
 

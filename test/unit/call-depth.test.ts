@@ -71,7 +71,7 @@ describe("static call depth", () => {
 
 /** An executor that answers later, as forwarding does. */
 const later: Executor = { execute: () => new Promise<typeof Step.Next>((r) => setTimeout(() => r(Step.Next), 1)) };
-const answer = (rcode: number): CompiledRule => ({ matchers: [], action: builtinAction({ builtin: "reject", rcode }, null), continuation: false, kind: "builtin", tag: "reject" });
+const answer = (rcode: number): CompiledRule => ({ matchers: [], action: builtinAction({ builtin: "reject", rcode, soaTtl: null }, null), continuation: false, kind: "builtin", tag: "reject" });
 const jump = (target: Executor): CompiledRule => ({ matchers: [], action: builtinAction({ builtin: "jump", target: "x" }, target), continuation: false, kind: "builtin", tag: "jump" });
 const call = (target: Executor): CompiledRule => ({ matchers: [], action: executorAction(target), continuation: false, kind: "executor", tag: "x" });
 

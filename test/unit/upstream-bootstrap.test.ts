@@ -32,7 +32,7 @@ test("a hostname upstream is resolved through the bootstrap server and the addre
 
 test("bootstrap_version 6 asks for AAAA", async () => {
   const bootstrap = await responder((q) => answerWith(q, q.questions[0].type === 28 ? ["::1"] : [], 300));
-  const resolver = bootstrapResolver("v6.test", 6, { host: "127.0.0.1", port: bootstrap.port, family: 4 }, 2000);
+  const resolver = bootstrapResolver("v6.test", 6, [{ host: "127.0.0.1", port: bootstrap.port, family: 4 }], 2000);
   cleanups.push(() => resolver.close());
   expect(await resolver.resolve()).toBe("::1");
   expect(bootstrap.seen[0].query.questions[0].type).toBe(28);
@@ -41,7 +41,7 @@ test("bootstrap_version 6 asks for AAAA", async () => {
 test("an expired address keeps serving while one refresh fetches the new one", async () => {
   let ip = "127.0.0.1";
   const bootstrap = await responder((q) => answerWith(q, [ip], 0));
-  const resolver = bootstrapResolver("refresh.test", 4, { host: "127.0.0.1", port: bootstrap.port, family: 4 }, 2000, 150);
+  const resolver = bootstrapResolver("refresh.test", 4, [{ host: "127.0.0.1", port: bootstrap.port, family: 4 }], 2000, 150);
   cleanups.push(() => resolver.close());
   expect(resolver.current()).toBeNull();
   expect(await resolver.resolve()).toBe("127.0.0.1");

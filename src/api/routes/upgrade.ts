@@ -41,7 +41,7 @@ function checkSource(body: unknown): void {
 
 function options(host: ApiHost, req: FastifyRequest): UpgradeOptions {
   try {
-    return resolveOptions(host.upgradeSettings(), req.body as UpgradeRequest, { baseDir: host.baseDir });
+    return resolveOptions(host.upgradeSettings(), req.body as UpgradeRequest, { baseDir: host.baseDir, outbound: host.outboundProfiles() });
   } catch (err) {
     if (err instanceof UpgradeNotConfiguredError) throw new ApiError("upgrade_not_configured", err.message);
     if (err instanceof UpgradeConfigError) throw new ApiError("invalid_upgrade_config", err.message);

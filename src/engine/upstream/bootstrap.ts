@@ -86,11 +86,8 @@ export class CachingResolver implements Resolver {
   }
 }
 
-/** Resolves `host` with an A (family 4) or AAAA (family 6) query to `server`. */
-export function bootstrapLookup(host: string, family: 4 | 6, server: BootstrapAddress, timeoutMs: number, minTtlMs = MIN_ADDRESS_TTL_MS): { lookup: () => Promise<Resolved>; close: () => void } {
-  const transport = new UdpTransport(server.host, server.port, server.family);
-  const qtype = family === 6 ? QTYPE.AAAA : QTYPE.A;
-  const query = encodeMessage({
+function addressQuery(host: string, qtype: number): Buffer {
+  return encodeMessage({
     id: 0,
     flags: 0x0100,
     questions: [{ name: host, type: qtype, class: 1 }],
@@ -99,26 +96,62 @@ export function bootstrapLookup(host: string, family: 4 | 6, server: BootstrapAd
     additionals: [],
     edns: null,
   });
-  const where = `bootstrap ${hostPort(server.host, server.port)}`;
+}
+
+/**
+ * Every A (family 4) or AAAA (family 6) address of `host` that `transport` (towards one DNS server)
+ * answers, following the CNAME chain the server gave; the TTL is the smallest of the records'.
+ */
+export async function queryAddresses(transport: UdpTransport, host: string, family: 4 | 6, timeoutMs: number): Promise<{ ips: string[]; ttlMs: number }> {
+  const qtype = family === 6 ? QTYPE.AAAA : QTYPE.A;
+  const where = `bootstrap ${hostPort(transport.host, transport.port)}`;
+  const ticket = new Ticket(timeoutMs, () => new UpstreamError(`${where}: no answer for ${host} within ${timeoutMs}ms`, "timeout"));
+  try {
+    const answer = await transport.exchange(addressQuery(host, qtype), ticket);
+    const msg = decodeMessage(answer.toWire());
+    const rcode = messageRcode(msg);
+    if (rcode !== RCODE.NOERROR) throw new UpstreamError(`${where}: ${host} ${family === 6 ? "AAAA" : "A"} answered ${rcodeName(rcode)}`);
+    const names = new Set([normalizeName(host)]);
+    for (const rr of msg.answers) if (rr.type === QTYPE.CNAME && names.has(normalizeName(rr.name))) names.add(normalizeName(rdataName(rr.data)));
+    const records = msg.answers.filter((rr) => rr.type === qtype && names.has(normalizeName(rr.name)));
+    if (records.length === 0) throw new UpstreamError(`${where}: no ${family === 6 ? "AAAA" : "A"} record for ${host}`);
+    return { ips: records.map((r) => formatIP(r.data)), ttlMs: Math.min(...records.map((r) => r.ttl)) * 1000 };
+  } finally {
+    ticket.finish();
+  }
+}
+
+/**
+ * Resolves `host` with an A (family 4) or AAAA (family 6) query to the first of `servers` that
+ * answers (each asked in turn after the one before failed), from `bind` when set.
+ */
+export function bootstrapLookup(
+  host: string,
+  family: 4 | 6,
+  servers: readonly BootstrapAddress[],
+  timeoutMs: number,
+  minTtlMs = MIN_ADDRESS_TTL_MS,
+  bind: string | null = null,
+): { lookup: () => Promise<Resolved>; close: () => void } {
+  const transports = servers.map((server) => new UdpTransport(server.host, server.port, server.family, bind));
   const lookupOnce = async (): Promise<Resolved> => {
-    const ticket = new Ticket(timeoutMs, () => new UpstreamError(`${where}: no answer for ${host} within ${timeoutMs}ms`, "timeout"));
-    try {
-      const answer = await transport.exchange(query, ticket);
-      const msg = decodeMessage(answer.toWire());
-      const rcode = messageRcode(msg);
-      if (rcode !== RCODE.NOERROR) throw new UpstreamError(`${where}: ${host} ${family === 6 ? "AAAA" : "A"} answered ${rcodeName(rcode)}`);
-      // Follow the CNAME chain the server gave us, if any, to the address records.
-      const names = new Set([normalizeName(host)]);
-      for (const rr of msg.answers) if (rr.type === QTYPE.CNAME && names.has(normalizeName(rr.name))) names.add(normalizeName(rdataName(rr.data)));
-      const records = msg.answers.filter((rr) => rr.type === qtype && names.has(normalizeName(rr.name)));
-      if (records.length === 0) throw new UpstreamError(`${where}: no ${family === 6 ? "AAAA" : "A"} record for ${host}`);
-      const ttl = Math.min(...records.map((r) => r.ttl)) * 1000;
-      return { ip: formatIP(records[0].data), ttlMs: Math.max(ttl, minTtlMs) };
-    } finally {
-      ticket.finish();
+    const failures: string[] = [];
+    for (const transport of transports) {
+      try {
+        const r = await queryAddresses(transport, host, family, timeoutMs);
+        return { ip: r.ips[0], ttlMs: Math.max(r.ttlMs, minTtlMs) };
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
     }
+    throw new UpstreamError(failures.join("; "));
   };
-  return { lookup: lookupOnce, close: () => transport.close(new UpstreamError(`${where}: closed`)) };
+  return {
+    lookup: lookupOnce,
+    close: () => {
+      for (const t of transports) t.close(new UpstreamError(`bootstrap ${hostPort(t.host, t.port)}: closed`));
+    },
+  };
 }
 
 /** The system resolver (getaddrinfo), limited to one family. */
@@ -133,7 +166,7 @@ export function systemLookup(host: string, family: 4 | 6, minTtlMs = MIN_ADDRESS
   };
 }
 
-export function bootstrapResolver(host: string, family: 4 | 6, server: BootstrapAddress, timeoutMs: number, minTtlMs?: number): Resolver {
-  const b = bootstrapLookup(host, family, server, timeoutMs, minTtlMs);
+export function bootstrapResolver(host: string, family: 4 | 6, servers: readonly BootstrapAddress[], timeoutMs: number, minTtlMs?: number, bind: string | null = null): Resolver {
+  const b = bootstrapLookup(host, family, servers, timeoutMs, minTtlMs, bind);
   return new CachingResolver(b.lookup, b.close);
 }

@@ -6,6 +6,7 @@
 import http2 from "node:http2";
 import type { DnsResponse } from "../../dns/response.js";
 import { acceptAnswer, packetWithId, UpstreamError, type Ticket } from "./exchange.js";
+import type { Dialer } from "./tcp.js";
 import { connectTls, tlsFailure, type TlsClientSetup } from "./tls-client.js";
 
 /** An answer body larger than a DNS message is not one. */
@@ -24,9 +25,18 @@ export interface DohOptions {
   idleTimeoutMs: number;
   connectTimeoutMs: number;
   onConnect?: () => void;
+  /** Keep a session open even when idle (min_conns ≥ 1), opened by `fill()` and again when it closes. */
+  keepOpen?: boolean;
+  /** How the connection under TLS is opened; tls.connect's own when absent. */
+  dial?: Dialer;
 }
 
+/** A kept session that could not be opened is tried again after this, doubling up to the cap. */
+const REOPEN_FIRST_MS = 1_000;
+const REOPEN_MAX_MS = 30_000;
+
 class Session {
+  connected = false;
   answered = 0;
   active = 0;
   dead = false;
@@ -39,8 +49,30 @@ export class DohTransport {
   private session: Session | null = null;
   private closing = false;
   private failReason: UpstreamError | null = null;
+  private reopenTimer: NodeJS.Timeout | null = null;
+  private reopenDelayMs = REOPEN_FIRST_MS;
 
   constructor(private readonly opts: DohOptions) {}
+
+  /** keepOpen: opens the session now. */
+  fill(): void {
+    if (this.opts.keepOpen && !this.closing) this.current();
+  }
+
+  /** A kept session ended: a new one at once when it had connected, later (backing off) when it never did. */
+  private refill(connected: boolean): void {
+    if (!this.opts.keepOpen || this.closing || this.reopenTimer || (this.session && !this.session.dead)) return;
+    if (connected) {
+      this.reopenDelayMs = REOPEN_FIRST_MS;
+      return this.fill();
+    }
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = null;
+      this.fill();
+    }, this.reopenDelayMs);
+    this.reopenTimer.unref();
+    this.reopenDelayMs = Math.min(this.reopenDelayMs * 2, REOPEN_MAX_MS);
+  }
 
   /** Sends `query` (with ID 0) and resolves with the matching answer. */
   exchange(query: Buffer, ticket: Ticket): Promise<DnsResponse> {
@@ -56,14 +88,17 @@ export class DohTransport {
     if (s && !s.dead) return s;
     const o = this.opts;
     const h2 = http2.connect(`https://${o.authority}`, {
-      createConnection: () => connectTls(o.tls, o.ip, o.port, H2_ALPN),
+      createConnection: () => connectTls(o.tls, o.ip, o.port, H2_ALPN, o.dial?.(o.ip, o.port)),
       settings: { enablePush: false },
     });
     const session = new Session(h2);
     this.session = session;
     o.onConnect?.();
     const connectTimer = setTimeout(() => h2.destroy(new Error(`connect timed out after ${o.connectTimeoutMs}ms`)), o.connectTimeoutMs);
-    h2.once("connect", () => clearTimeout(connectTimer));
+    h2.once("connect", () => {
+      session.connected = true;
+      clearTimeout(connectTimer);
+    });
     h2.on("error", (err: Error) => {
       session.error = tlsFailure(err);
     });
@@ -71,6 +106,7 @@ export class DohTransport {
     h2.once("close", () => {
       clearTimeout(connectTimer);
       this.retire(session);
+      this.refill(session.connected);
     });
     h2.unref();
     return session;
@@ -147,7 +183,7 @@ export class DohTransport {
       s.active--;
       if (s.dead) {
         if (s.active === 0 && !s.h2.destroyed) s.h2.close();
-      } else if (s.active === 0) {
+      } else if (s.active === 0 && !this.opts.keepOpen) {
         s.idleTimer = setTimeout(() => this.retire(s), this.opts.idleTimeoutMs);
         s.idleTimer.unref();
       }
@@ -170,6 +206,8 @@ export class DohTransport {
   /** Stops taking queries. With `fail`, in-flight ones fail now; otherwise they finish first. */
   close(fail: UpstreamError | null): void {
     this.closing = true;
+    if (this.reopenTimer) clearTimeout(this.reopenTimer);
+    this.reopenTimer = null;
     this.failReason = fail;
     const s = this.session;
     if (!s) return;

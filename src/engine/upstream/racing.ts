@@ -29,7 +29,7 @@ const LOST = new UpstreamError("another upstream answered first", "cancelled");
 const MIN_FAILOVER_BUDGET_MS = 20;
 
 /** Lower is better among answers that are not NOERROR/NXDOMAIN. */
-function heldRank(rcode: number): number {
+export function heldRank(rcode: number): number {
   switch (rcode) {
     case RCODE.SERVFAIL:
       return 1;

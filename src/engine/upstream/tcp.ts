@@ -5,6 +5,7 @@
 
 import net from "node:net";
 import type { DnsResponse } from "../../dns/response.js";
+import type { PendingSocket } from "../../net/pending-socket.js";
 import { acceptAnswer, freeId, packetWithId, UpstreamError, type Ticket } from "./exchange.js";
 import { connectTls, tlsFailure, type TlsClientSetup } from "./tls-client.js";
 
@@ -14,6 +15,14 @@ const DOT_ALPN = ["dot"];
 const MAX_PIPELINE = 1024;
 /** Queries queued for a connection slot, per pool. */
 const MAX_WAITERS = 1024;
+/** A kept connection (min_conns) that could not be made is tried again after this, doubling up to the cap. */
+const REOPEN_FIRST_MS = 1_000;
+const REOPEN_MAX_MS = 30_000;
+
+/** A connection as the pool uses it: a socket, or a stand-in while a proxy connects. */
+export type StreamSocket = net.Socket | PendingSocket;
+/** Opens the TCP connection to host:port another way than net.connect (from a bind address, through a proxy). */
+export type Dialer = (host: string, port: number) => StreamSocket;
 
 export interface TcpPoolOptions {
   host: string;
@@ -28,6 +37,10 @@ export interface TcpPoolOptions {
   tls?: TlsClientSetup;
   /** Called for each connection opened (metrics). */
   onConnect?: () => void;
+  /** Connections kept open even when idle, opened by `fill()` and again when one closes (≤ maxConns). */
+  minConns?: number;
+  /** How connections are opened; net.connect when absent. */
+  dial?: Dialer;
 }
 
 interface TcpPending {
@@ -41,7 +54,7 @@ interface TcpPending {
 }
 
 class TcpConn {
-  readonly socket: net.Socket;
+  readonly socket: StreamSocket;
   readonly pending = new Map<number, TcpPending>();
   /** Answers received so far; a connection that answered before is a reused one. */
   answered = 0;
@@ -57,7 +70,8 @@ class TcpConn {
     opts: TcpPoolOptions,
   ) {
     // Queries written before the handshake completes are sent once it has.
-    this.socket = opts.tls ? connectTls(opts.tls, opts.host, opts.port, DOT_ALPN) : net.connect({ host: opts.host, port: opts.port, family: opts.family });
+    const dialed = opts.dial?.(opts.host, opts.port);
+    this.socket = opts.tls ? connectTls(opts.tls, opts.host, opts.port, DOT_ALPN, dialed) : (dialed ?? net.connect({ host: opts.host, port: opts.port, family: opts.family }));
     this.socket.setNoDelay(true);
     this.socket.unref();
     opts.onConnect?.();
@@ -116,10 +130,10 @@ class TcpConn {
   startIdle(ms: number): void {
     this.stopIdle();
     if (ms === 0) {
-      this.pool.retire(this);
+      this.pool.idleExpired(this);
       return;
     }
-    this.idleTimer = setTimeout(() => this.pool.retire(this), ms);
+    this.idleTimer = setTimeout(() => this.pool.idleExpired(this), ms);
     this.idleTimer.unref();
   }
 
@@ -135,12 +149,42 @@ export class TcpPool {
   private readonly conns = new Set<TcpConn>();
   private readonly waiters: TcpPending[] = [];
   private closing = false;
+  private readonly minConns: number;
+  private reopenTimer: NodeJS.Timeout | null = null;
+  private reopenDelayMs = REOPEN_FIRST_MS;
 
   /** Prefix of failure messages: `tcp` or `tls`. */
   private readonly label: string;
 
   constructor(private readonly opts: TcpPoolOptions) {
     this.label = opts.tls ? "tls" : "tcp";
+    this.minConns = Math.min(opts.minConns ?? 0, opts.maxConns);
+  }
+
+  /** Opens connections until `minConns` are open or opening. */
+  fill(): void {
+    while (!this.closing && this.conns.size < this.minConns) this.conns.add(new TcpConn(this, this.opts));
+  }
+
+  /** An idle connection's time is up: it closes unless the pool keeps it (min_conns). */
+  idleExpired(conn: TcpConn): void {
+    if (this.conns.size <= this.minConns && !this.closing) return;
+    this.retire(conn);
+  }
+
+  /** A kept connection closed: another at once when it had connected, later (backing off) when it never did. */
+  private refill(connected: boolean): void {
+    if (this.closing || this.conns.size >= this.minConns || this.reopenTimer) return;
+    if (connected) {
+      this.reopenDelayMs = REOPEN_FIRST_MS;
+      return this.fill();
+    }
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = null;
+      this.fill();
+    }, this.reopenDelayMs);
+    this.reopenTimer.unref();
+    this.reopenDelayMs = Math.min(this.reopenDelayMs * 2, REOPEN_MAX_MS);
   }
 
   /** Connections currently open or opening. */
@@ -246,6 +290,7 @@ export class TcpPool {
       }
     }
     this.pump();
+    if (this.minConns > 0) this.refill(conn.connected);
   }
 
   /** Gives queued queries the connections that became possible. */
@@ -260,6 +305,8 @@ export class TcpPool {
   /** Stops taking queries. With `fail`, in-flight ones fail now; otherwise they finish first. */
   close(fail: UpstreamError | null): void {
     this.closing = true;
+    if (this.reopenTimer) clearTimeout(this.reopenTimer);
+    this.reopenTimer = null;
     const waiting = this.waiters.splice(0);
     for (const p of waiting) this.fail(p, fail ?? new UpstreamError(`${this.label}: upstream closed`));
     for (const conn of [...this.conns]) {

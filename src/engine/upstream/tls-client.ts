@@ -4,6 +4,7 @@
 // last ticket the upstream gave is offered on the next connection).
 
 import { isIP } from "node:net";
+import type { Duplex } from "node:stream";
 import tls from "node:tls";
 
 export interface TlsClientSetup {
@@ -22,12 +23,11 @@ export function tlsClientSetup(verifyName: string, ca: Buffer | undefined, insec
   return { verifyName, ca, insecureSkipVerify, session: null, onHandshake };
 }
 
-/** Opens a TLS connection to `ip:port` for `setup`, offering `alpn`. */
-export function connectTls(setup: TlsClientSetup, ip: string, port: number, alpn: string[]): tls.TLSSocket {
+/** Opens a TLS connection to `ip:port` for `setup`, offering `alpn`; over `over` when given (a proxied or bound connection). */
+export function connectTls(setup: TlsClientSetup, ip: string, port: number, alpn: string[], over?: Duplex): tls.TLSSocket {
   const name = setup.verifyName;
   const socket = tls.connect({
-    host: ip,
-    port,
+    ...(over ? { socket: over } : { host: ip, port }),
     // RFC 6066: SNI carries host names only.
     servername: isIP(name) === 0 ? name : undefined,
     ALPNProtocols: alpn,

@@ -34,14 +34,19 @@ class UdpSlot {
     host: string,
     port: number,
     family: 4 | 6,
+    bind: string | null,
   ) {
     this.socket = dgram.createSocket(family === 6 ? "udp6" : "udp4");
+    // An outbound profile's source address: bound first, the connect below waits for it.
+    if (bind !== null) this.socket.bind({ address: bind, port: 0 });
     this.socket.on("message", (msg, rinfo) => {
       if (rinfo.port === port && rinfo.address === host) this.onMessage(msg);
     });
     this.socket.on("error", (err: NodeJS.ErrnoException) => {
       // Errors on a connected UDP socket cannot be tied to one ID; they concern every query on it.
       this.failAll(new UpstreamError(`udp: ${err.code ?? err.message}`));
+      // A socket that never connected (its bind failed) is replaced by the next query.
+      if (this.queued !== null) this.close();
     });
     this.socket.connect(port, host, (err?: Error) => {
       const queued = this.queued ?? [];
@@ -123,6 +128,8 @@ export class UdpTransport {
     readonly host: string,
     readonly port: number,
     readonly family: 4 | 6,
+    /** Local address the sockets bind to (an outbound profile's `bind`); null: the system's choice. */
+    readonly bind: string | null = null,
   ) {}
 
   /** Sends `query` (its ID is replaced by ours) and resolves with the matching answer. */
@@ -148,7 +155,7 @@ export class UdpTransport {
         slot = null;
       }
       if (!slot) {
-        slot = new UdpSlot(this, this.host, this.port, this.family);
+        slot = new UdpSlot(this, this.host, this.port, this.family, this.bind);
         this.slots[i] = slot;
       }
       if (slot.pending.size < MAX_PENDING) return slot;

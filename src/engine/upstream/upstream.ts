@@ -1,12 +1,16 @@
 // One configured upstream: address resolution, then UDP (with the TCP retry on a truncated
 // answer), TCP, TLS (DoT) or HTTPS (DoH), all inside one deadline per query.
 
+import net from "node:net";
 import type { DnsResponse } from "../../dns/response.js";
+import type { Outbound } from "../../net/outbound.js";
+import { PendingSocket } from "../../net/pending-socket.js";
+import { parseSocks5, socks5Connect, type Socks5Proxy } from "../../net/socks5.js";
 import { hostPort, parseBootstrap, parseDialAddr, parseUpstreamAddr, DEFAULT_DOH_PATH, type UpstreamAddress } from "./address.js";
 import { bootstrapResolver, CachingResolver, StaticResolver, systemLookup, type Resolver } from "./bootstrap.js";
 import { Ticket, UpstreamError, type CancelScope } from "./exchange.js";
 import { DohTransport } from "./https.js";
-import { TcpPool } from "./tcp.js";
+import { TcpPool, type Dialer } from "./tcp.js";
 import { tlsClientSetup, type TlsClientSetup } from "./tls-client.js";
 import { UdpTransport } from "./udp.js";
 
@@ -19,8 +23,8 @@ export interface UpstreamOptions {
   /** Name used in messages and the `upstream` metric label. */
   name: string;
   timeoutMs?: number;
-  /** `ip[:port]` of a plain DNS server that resolves a hostname `addr`. */
-  bootstrap?: string;
+  /** `ip[:port]` of plain DNS servers that resolve a hostname `addr`, asked in turn. */
+  bootstrap?: string | readonly string[];
   bootstrapVersion?: 4 | 6;
   pipeline?: boolean;
   maxConns?: number;
@@ -35,12 +39,22 @@ export interface UpstreamOptions {
   onConnect?: () => void;
   /** Called for each completed TLS handshake. */
   onHandshake?: (resumed: boolean) => void;
+  /** The port to connect to instead of the address's (a `dial_addr` port still wins). */
+  port?: number;
+  /** TCP/TLS connections (one HTTP/2 session for https) kept open from `warm()` on, ≤ maxConns. */
+  minConns?: number;
+  /** SOCKS5 proxy for the connections (a udp:// upstream then speaks TCP through it); wins over the outbound's. */
+  socks5?: string;
+  /** Egress profile: its bind address, its proxy (unless `socks5`), its resolver (unless `bootstrap`). */
+  outbound?: Outbound;
 }
 
 /** The transports towards one resolved IP. */
 interface Target {
   ip: string;
   exchange(query: Buffer, ticket: Ticket): Promise<DnsResponse>;
+  /** Opens the connections kept open (min_conns). */
+  warm(): void;
   close(fail: UpstreamError | null): void;
 }
 
@@ -55,6 +69,12 @@ export class Upstream {
   private readonly port: number;
   private readonly tls: TlsClientSetup | null;
   private readonly onConnect: (() => void) | undefined;
+  private readonly minConns: number;
+  /** UDP datagrams and direct connections start from this address (an outbound profile's bind). */
+  private readonly bind: string | null;
+  private readonly proxy: Socks5Proxy | null;
+  /** Non-null when connections are not opened by net.connect itself (bind or proxy). */
+  private readonly dial: Dialer | null;
   private target: Target | null = null;
   /** Targets left behind by an address change, finishing their last queries. */
   private readonly retired = new Set<Target>();
@@ -73,12 +93,46 @@ export class Upstream {
     this.onConnect = opts.onConnect;
     const family = opts.bootstrapVersion ?? 4;
     const host = this.address.host;
-    const dial = opts.dialAddr === undefined ? null : parseDialAddr(opts.dialAddr);
-    this.port = dial?.port ?? this.address.port;
-    if (dial) this.resolver = new StaticResolver(dial.host);
+    const dialAddr = opts.dialAddr === undefined ? null : parseDialAddr(opts.dialAddr);
+    this.port = dialAddr?.port ?? opts.port ?? this.address.port;
+    this.bind = opts.outbound?.bind ?? null;
+    const proxy = opts.socks5 ?? opts.outbound?.socks5 ?? null;
+    this.proxy = proxy === null ? null : parseSocks5(proxy);
+    this.dial = this.makeDialer();
+    const bootstrap = opts.bootstrap === undefined ? [] : typeof opts.bootstrap === "string" ? [opts.bootstrap] : opts.bootstrap;
+    const resolverAddr = opts.outbound?.resolver ?? null;
+    if (dialAddr) this.resolver = new StaticResolver(dialAddr.host);
     else if (this.address.hostIsIp) this.resolver = new StaticResolver(host);
-    else if (opts.bootstrap) this.resolver = bootstrapResolver(host, family, parseBootstrap(opts.bootstrap), this.timeoutMs);
+    else if (bootstrap.length > 0) this.resolver = bootstrapResolver(host, family, bootstrap.map(parseBootstrap), this.timeoutMs, undefined, this.bind);
+    // Through a proxy the name goes as it is: the proxy resolves it (no query for it leaves here).
+    else if (this.proxy) this.resolver = new StaticResolver(host);
+    else if (resolverAddr !== null) this.resolver = bootstrapResolver(host, family, [parseBootstrap(resolverAddr)], this.timeoutMs, undefined, this.bind);
     else this.resolver = new CachingResolver(systemLookup(host, family));
+    const pooled = this.address.protocol !== "udp" || this.proxy !== null;
+    this.minConns = pooled ? Math.min(opts.minConns ?? 0, this.maxConns) : 0;
+  }
+
+  /** How TCP connections are opened when net.connect alone will not do: through the proxy, or from the bind address. */
+  private makeDialer(): Dialer | null {
+    const proxy = this.proxy;
+    const bind = this.bind;
+    const timeoutMs = this.timeoutMs;
+    if (proxy) return (host, port) => new PendingSocket((signal) => socks5Connect(proxy, host, port, { bind, timeoutMs, signal }));
+    if (bind !== null) return (host, port) => net.connect({ host, port, family: host.includes(":") ? 6 : 4, localAddress: bind });
+    return null;
+  }
+
+  /** Opens the connections kept open (min_conns): now for a known address, after the first resolution otherwise. */
+  warm(): void {
+    if (this.minConns === 0 || this.closed) return;
+    const ip = this.resolver.current();
+    if (ip !== null) return void this.targetFor(ip);
+    this.resolver.resolve().then(
+      (resolved) => {
+        if (!this.closed) this.targetFor(resolved);
+      },
+      () => undefined,
+    );
   }
 
   /**
@@ -114,6 +168,7 @@ export class Upstream {
     if (current) this.retire(current);
     const t = this.makeTarget(ip);
     this.target = t;
+    if (this.minConns > 0) t.warm();
     return t;
   }
 
@@ -121,22 +176,25 @@ export class Upstream {
     const family = ip.includes(":") ? 6 : 4;
     const port = this.port;
     const a = this.address;
-    const pool = (tls: TlsClientSetup | undefined): TcpPool =>
-      new TcpPool({ host: ip, port, family, maxConns: this.maxConns, idleTimeoutMs: this.idleTimeoutMs, pipeline: this.pipeline, connectTimeoutMs: this.timeoutMs, tls, onConnect: this.onConnect });
+    const dial = this.dial ?? undefined;
+    const pool = (tls: TlsClientSetup | undefined, minConns: number): TcpPool =>
+      new TcpPool({ host: ip, port, family, maxConns: this.maxConns, idleTimeoutMs: this.idleTimeoutMs, pipeline: this.pipeline, connectTimeoutMs: this.timeoutMs, tls, onConnect: this.onConnect, minConns, dial });
     if (a.protocol === "https") {
       const authority = a.port === 443 ? hostPort(a.host, 443).replace(/:443$/, "") : hostPort(a.host, a.port);
-      const doh = new DohTransport({ ip, port, authority, path: a.path ?? DEFAULT_DOH_PATH, tls: this.tls as TlsClientSetup, idleTimeoutMs: this.idleTimeoutMs, connectTimeoutMs: this.timeoutMs, onConnect: this.onConnect });
-      return { ip, exchange: (q, t) => doh.exchange(q, t), close: (fail) => doh.close(fail) };
+      const doh = new DohTransport({ ip, port, authority, path: a.path ?? DEFAULT_DOH_PATH, tls: this.tls as TlsClientSetup, idleTimeoutMs: this.idleTimeoutMs, connectTimeoutMs: this.timeoutMs, onConnect: this.onConnect, keepOpen: this.minConns > 0, dial });
+      return { ip, exchange: (q, t) => doh.exchange(q, t), warm: () => doh.fill(), close: (fail) => doh.close(fail) };
     }
-    if (a.protocol === "tcp" || a.protocol === "tls") {
-      const tcp = pool(this.tls ?? undefined);
-      return { ip, exchange: (q, t) => tcp.exchange(q, t), close: (fail) => tcp.close(fail) };
+    // UDP cannot go through the SOCKS5 proxy (no UDP ASSOCIATE): a proxied udp:// upstream speaks TCP.
+    if (a.protocol === "tcp" || a.protocol === "tls" || this.proxy) {
+      const tcp = pool(this.tls ?? undefined, this.minConns);
+      return { ip, exchange: (q, t) => tcp.exchange(q, t), warm: () => tcp.fill(), close: (fail) => tcp.close(fail) };
     }
-    const udp = new UdpTransport(ip, port, family);
-    const tcp = pool(undefined);
+    const udp = new UdpTransport(ip, port, family, this.bind);
+    const tcp = pool(undefined, 0);
     return {
       ip,
       exchange: (q, t) => udp.exchange(q, t).then((answer) => (answer.truncated ? tcp.exchange(q, t) : answer)),
+      warm: () => undefined,
       close: (fail) => {
         udp.close(fail);
         tcp.close(fail);

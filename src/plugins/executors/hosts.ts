@@ -2,7 +2,7 @@
 
 import { QTYPE, RCODE } from "../../dns/constants.js";
 import { parseIP } from "../../dns/ip.js";
-import { syntheticSoa } from "../../dns/rdata.js";
+import { negativeSoaBlock } from "../../dns/negative.js";
 import { EMPTY_BLOCK, recordBlock, type RecordBlock } from "../../dns/reply.js";
 import { DomainTableBuilder, type DomainTable } from "../../engine/rules/domain.js";
 import { readRuleFile, splitFields } from "../../engine/rules/source.js";
@@ -81,8 +81,7 @@ export const hosts = definePlugin<HostsArgs, "executor">({
     const hit = ctx.services.metrics.counter("hosts_hit_total", "A/AAAA queries answered by hosts (including NODATA)", ["plugin_tag"])(labels);
     const miss = ctx.services.metrics.counter("hosts_miss_total", "A/AAAA queries hosts had no entry for", ["plugin_tag"])(labels);
     const done = args.short_circuit ? Step.Stop : Step.Next;
-    const soa = syntheticSoa("", NODATA_SOA_TTL);
-    const nodataSoa = recordBlock([{ type: soa.type, ttl: soa.ttl, data: soa.data }]);
+    const nodataSoa = negativeSoaBlock(NODATA_SOA_TTL);
     return {
       execute(dns) {
         const qs = dns.query.questions;

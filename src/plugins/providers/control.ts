@@ -49,7 +49,9 @@ export const providerStatusRoute: PluginRoute<ProviderPlugin> = {
     const ctx = snap.context as ProviderContext;
     // The instance counts what serves now; the actor's figure is what its last reload reported.
     const rules = plugin.view.rules ?? ctx.rules;
-    return { ok: true, provider: plugin.tag, status: snap.value === "reloading" ? "reloading" : "idle", rules, reloads: ctx.reloads, failures: ctx.failures, last_error: ctx.last_error };
+    // A provider with its own concern (dynamic_domain_set) names the change it runs in `operation`.
+    const reloading = snap.value === "reloading" || (snap.context as { operation?: unknown }).operation === "PROVIDER.RELOAD";
+    return { ok: true, provider: plugin.tag, status: reloading ? "reloading" : "idle", rules, reloads: ctx.reloads, failures: ctx.failures, last_error: ctx.last_error };
   },
 };
 

@@ -1,13 +1,15 @@
 // DNS over HTTPS (RFC 8484) requests: GET `?dns=<base64url>` and POST `application/dns-message`,
-// each path to its own QueryHandler. The answer keeps the query's ID (RFC 8484 clients send 0,
-// dig checks it) and carries `cache-control: max-age=<smallest TTL>`. Bad input gets its status:
-// unknown path 404, bad `dns` 400, body over 65 535 bytes 413, wrong content type 415, other
+// each path to its own QueryHandler; on a path with `json_api`, also GET `?name=&type=` answered in
+// JSON (doh-json.ts). The answer keeps the query's ID (RFC 8484 clients send 0, dig checks it) and
+// carries `cache-control: max-age=<smallest TTL>`. Bad input gets its status: unknown path 404, bad
+// `dns` or JSON API parameters 400, body over 65 535 bytes 413, wrong content type 415, other
 // methods 405.
 
 import { isIPv4, isIPv6 } from "node:net";
 import { freshnessTtl } from "../../dns/view.js";
 import { isPromise } from "../../engine/types.js";
 import { sendError, type DohExchange } from "./doh-exchange.js";
+import { parseJsonQuery, renderJson } from "./doh-json.js";
 import type { IpPrefixSet } from "../../engine/rules/ip.js";
 import type { Answer, QueryHandler } from "./handle.js";
 
@@ -107,16 +109,29 @@ function mediaType(value: string | undefined): string {
   return (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
 }
 
-function sendAnswer(ex: DohExchange, wire: Answer): void {
+/** Sends a DNS answer; `json`: as the JSON API's body of that content type, for the query `json.wire`. */
+function sendAnswer(ex: DohExchange, wire: Answer, json?: JsonAnswer): void {
   if (wire === null) return sendError(ex, "bad_dns_query", "not a DNS query (shorter than a header, or a response)");
   const ttl = freshnessTtl(wire);
-  ex.respond(200, { "content-type": DNS_MESSAGE, "content-length": wire.length, "cache-control": `max-age=${ttl < 0 ? 0 : ttl}` }, wire);
+  const body = json ? renderJson(wire, json.wire) : wire;
+  ex.respond(200, { "content-type": json ? json.contentType : DNS_MESSAGE, "content-length": body.length, "cache-control": `max-age=${ttl < 0 ? 0 : ttl}` }, body);
+}
+
+interface JsonAnswer {
+  wire: Buffer;
+  contentType: string;
+}
+
+/** The pipeline of one path, and whether the path also speaks the JSON API. */
+export interface DohRoute {
+  handler: QueryHandler;
+  json: boolean;
 }
 
 export class DohService {
   /** `clientHeader`: the header naming the client and the proxies believed when they send it, or null. */
   constructor(
-    private readonly routes: ReadonlyMap<string, QueryHandler>,
+    private readonly routes: ReadonlyMap<string, DohRoute>,
     private readonly clientHeader: ClientHeaderPolicy | null,
   ) {}
 
@@ -124,11 +139,13 @@ export class DohService {
   readonly serve = (ex: DohExchange): void => {
     const url = ex.url;
     const q = url.indexOf("?");
-    const handler = this.routes.get(q < 0 ? url : url.slice(0, q));
-    if (!handler) return sendError(ex, "not_found", `no DoH endpoint at ${q < 0 ? url : url.slice(0, q)}`);
+    const route = this.routes.get(q < 0 ? url : url.slice(0, q));
+    if (!route) return sendError(ex, "not_found", `no DoH endpoint at ${q < 0 ? url : url.slice(0, q)}`);
+    const handler = route.handler;
     const method = ex.method;
     if (method === "GET") {
       const param = q < 0 ? null : dnsParam(url.slice(q + 1));
+      if (param === null && route.json) return this.json(ex, handler, q < 0 ? "" : url.slice(q + 1));
       if (param === null) return sendError(ex, "bad_dns_query", "GET needs a dns parameter (RFC 8484: ?dns=<base64url DNS message>)");
       const raw = decodeDnsParam(param);
       if (raw === null) return sendError(ex, "bad_dns_query", "the dns parameter is not base64url (A-Z a-z 0-9 - _, no padding)");
@@ -166,7 +183,14 @@ export class DohService {
     });
   }
 
-  private answer(ex: DohExchange, handler: QueryHandler, raw: Buffer): void {
+  /** A JSON API request: `?name=&type=` (and `do`, `cd`, `ct`) asked through the same pipeline. */
+  private json(ex: DohExchange, handler: QueryHandler, query: string): void {
+    const parsed = parseJsonQuery(query, ex.header("accept"));
+    if (typeof parsed === "string") return sendError(ex, "invalid_query", parsed);
+    this.answer(ex, handler, parsed.wire, parsed.contentType === DNS_MESSAGE ? undefined : parsed);
+  }
+
+  private answer(ex: DohExchange, handler: QueryHandler, raw: Buffer, json?: JsonAnswer): void {
     let ip = ex.remoteAddress;
     let port = ex.remotePort;
     const policy = this.clientHeader;
@@ -180,7 +204,7 @@ export class DohService {
       }
     }
     const answer = handler.handle(raw, ip, port);
-    if (isPromise(answer)) void answer.then((a) => sendAnswer(ex, a));
-    else sendAnswer(ex, answer);
+    if (isPromise(answer)) void answer.then((a) => sendAnswer(ex, a, json));
+    else sendAnswer(ex, answer, json);
   }
 }

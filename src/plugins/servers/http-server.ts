@@ -1,4 +1,5 @@
-// `http_server`: DNS over HTTPS (RFC 8484). Each `entries[].path` goes to its own executor. With
+// `http_server`: DNS over HTTPS (RFC 8484). Each `entries[].path` goes to its own executor (with
+// `json_api`, the path also answers the JSON form of the public DoH APIs). With
 // `cert` and `key`: HTTP/2 (ALPN h2) and HTTP/1.1 over TLS; without: cleartext HTTP/1.1 and h2c
 // with prior knowledge on the same port, for a reverse proxy in front. Its own listener, owned by
 // the plugin (not a route of the management API: different auth, lifecycle and hooks). With
@@ -10,7 +11,7 @@ import { listenProblem, parseListen } from "../../config/listen.js";
 import { durationSchema, parseDuration } from "../../engine/duration.js";
 import { definePlugin, type ArgProblem, type DependencySpec } from "../../registry/types.js";
 import { IpPrefixSetBuilder } from "../../engine/rules/ip.js";
-import { DohService, type ClientHeaderPolicy } from "./doh.js";
+import { DohService, type ClientHeaderPolicy, type DohRoute } from "./doh.js";
 import { openFileLimit } from "./fd-limit.js";
 import { QueryHandler, serverStats } from "./handle.js";
 import { httpStats } from "./http-conn.js";
@@ -22,7 +23,7 @@ import { serverFailureLog } from "./failure-log.js";
 
 interface HttpServerArgs extends TlsArgs {
   listen: string;
-  entries: { path: string; exec: string }[];
+  entries: { path: string; exec: string; json_api: boolean }[];
   src_ip_header?: string;
   trusted_proxies?: string[];
   proxy_protocol?: ProxyArgs;
@@ -87,7 +88,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
   type: "http_server",
   kind: "server",
   feature: "core",
-  summary: "Answers DNS over HTTPS (RFC 8484, GET and POST; HTTP/2 and HTTP/1.1; TLS or cleartext behind a proxy).",
+  summary: "Answers DNS over HTTPS (RFC 8484, GET and POST, optionally the JSON API; HTTP/2 and HTTP/1.1; TLS or cleartext behind a proxy).",
   schema: {
     type: "object",
     additionalProperties: false,
@@ -101,7 +102,12 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
           type: "object",
           additionalProperties: false,
           required: ["path", "exec"],
-          properties: { path: { type: "string", minLength: 1 }, exec: { type: "string", minLength: 1 } },
+          properties: {
+            path: { type: "string", minLength: 1 },
+            exec: { type: "string", minLength: 1 },
+            // Also answer GET ?name=&type= in the JSON form of Google's and Cloudflare's DoH APIs (doh-json.ts).
+            json_api: { type: "boolean", default: false },
+          },
         },
       },
       ...tlsArgProperties,
@@ -117,9 +123,9 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
   dependencies: (args): DependencySpec[] => args.entries.map((e, i) => ({ argsPath: ["entries", i, "exec"], target: e.exec.replace(/^\$/, ""), kind: "executor" })),
   async create(args, ctx) {
     const stats = serverStats(ctx.services.metrics, ctx.tag, "doh");
-    const routes = new Map<string, QueryHandler>();
+    const routes = new Map<string, DohRoute>();
     const failures = serverFailureLog(ctx);
-    for (const e of args.entries) routes.set(e.path, new QueryHandler(ctx.executor(e.exec.replace(/^\$/, "")), "doh", stats, failures, 0xffff));
+    for (const e of args.entries) routes.set(e.path, { handler: new QueryHandler(ctx.executor(e.exec.replace(/^\$/, "")), "doh", stats, failures, 0xffff), json: e.json_api });
     const secure = await loadSecureContext(args, (p) => ctx.resolvePath(p));
     const service = new DohService(routes, clientHeaderPolicy(args));
     const connStats = httpStats(ctx.services.metrics, ctx.tag);
@@ -129,6 +135,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
     const scheme = secure ? "https" : "http";
     return {
       address: () => ({ protocol: "doh", ...listener.address() }),
+      encrypted: () => (secure ? { tag: ctx.tag, protocol: "doh", ...listener.address(), path: args.entries[0].path } : null),
       start() {
         listener.configure(limits);
         listener.useStats(connStats);
@@ -146,7 +153,7 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
       },
       async destroy() {
         if (listener.handler === service.serve) listener.handler = null;
-        await Promise.all([...routes.values()].map((h) => h.drain(DRAIN_TIMEOUT_MS)));
+        await Promise.all([...routes.values()].map((r) => r.handler.drain(DRAIN_TIMEOUT_MS)));
         failures.close();
         await ctx.services.listeners.release(listener, ctx.owner);
       },

@@ -79,6 +79,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
     };
     return {
       address: () => ({ protocol, ...listener.address() }),
+      encrypted: () => (secure ? { tag: ctx.tag, protocol: "dot", ...listener.address() } : null),
       start() {
         listener.connections.configure(limits);
         listener.connections.useStats(stats);

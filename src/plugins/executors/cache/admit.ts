@@ -10,6 +10,8 @@ import type { Entry } from "./store.js";
 export interface AdmitPolicy {
   /** Seconds; null = no cap. */
   maxPositiveTtl: number | null;
+  /** Seconds a positive answer is kept at least (its records' TTLs raised to it); 0 = off. */
+  minPositiveTtl: number;
   cacheNegative: boolean;
   maxNegativeTtl: number;
   /** Seconds for NXDOMAIN/NODATA without an SOA; 0 = do not cache those. */
@@ -61,8 +63,11 @@ export function cacheTtl(wire: Buffer, index: WireIndex, policy: AdmitPolicy): {
   const answers = (wire[6] << 8) | wire[7];
   if (rcode === RCODE.NOERROR && answers > 0) {
     let ttl = minTtl(wire, index, SECTION_ANSWER);
+    // TTL 0 is the owner's "do not cache": min_positive_ttl does not override it.
+    if (ttl <= 0) return "no_ttl";
+    if (ttl < policy.minPositiveTtl) ttl = policy.minPositiveTtl;
     if (policy.maxPositiveTtl !== null) ttl = Math.min(ttl, policy.maxPositiveTtl);
-    return ttl > 0 ? { ttl, negative: false } : "no_ttl";
+    return { ttl, negative: false };
   }
   if (rcode !== RCODE.NXDOMAIN && rcode !== RCODE.NOERROR) return "uncacheable";
   if (!policy.cacheNegative) return "uncacheable";
@@ -93,7 +98,22 @@ export function makeEntry(key: KeyParts, wire: Buffer, index: WireIndex | null, 
   const { ttl, negative } = verdict;
   const fresh = now + ttl * 1000;
   const storedIndex = stored === wire ? idx : indexMessage(stored);
-  return restoreEntry(key, stored === wire ? Buffer.from(wire) : stored, storedIndex, ttl, negative, now, fresh, negative ? fresh : fresh + policy.lazyMs, qnameEnd);
+  const own = stored === wire ? Buffer.from(wire) : stored;
+  if (!negative && policy.minPositiveTtl > 0) raiseTtls(own, storedIndex, policy.minPositiveTtl);
+  return restoreEntry(key, own, storedIndex, ttl, negative, now, fresh, negative ? fresh : fresh + policy.lazyMs, qnameEnd);
+}
+
+/**
+ * min_positive_ttl: raises every record TTL below `floor` (OPT and TTL 0 excepted) in the entry's own
+ * copy, so hits, dumps and the Redis level all carry the raised value.
+ */
+function raiseTtls(wire: Buffer, index: WireIndex, floor: number): void {
+  for (const r of index.records) {
+    if (r.type === QTYPE.OPT) continue;
+    const at = r.fixed + 4;
+    const ttl = wire.readUInt32BE(at);
+    if (ttl > 0 && ttl < floor) wire.writeUInt32BE(floor, at);
+  }
 }
 
 /**
@@ -150,7 +170,7 @@ export function restoreEntry(
   return {
     qname, qtype, qclass, bits, ecs, wire, ttls, qnameEnd, storedName, ttl, negative,
     cachedAt: at, freshUntil: Math.floor(freshUntil), expireAt: Math.floor(expireAt), lastAccess: at,
-    seq: 0, born: 0, refreshing: false, prev: null, next: null, sibling: null,
+    seq: 0, born: 0, hits: 0, refreshing: false, prev: null, next: null, sibling: null,
   };
 }
 

@@ -20,6 +20,7 @@ import { keyFromId, keyString, requestBits, requestEcs, type KeyParts } from "./
 import type { RedisTier } from "./redis-tier.js";
 import { adoptShared, loadShared, shareEntry } from "./shared.js";
 import { cacheStats, type CacheStats } from "./stats.js";
+import { Prefetcher, refreshEntry, type PrefetchPolicy } from "./refresh.js";
 import { LruStore, type Entry } from "./store.js";
 
 export interface CacheOptions {
@@ -39,13 +40,14 @@ export interface CacheOptions {
   releaseTier?: () => Promise<void>;
   /** Added to the monotonic clock where entries age (the process's services.clockShift; 0 by default). */
   clockShift?: ClockShift;
+  /** Refreshes popular entries before they expire (none by default). */
+  prefetch?: PrefetchPolicy | null;
 }
 
 const NO_SHIFT: ClockShift = { ms: 0 };
 
 /** RFC 8767 §4 suggests 30 s for stale answers: clients come back soon and get the refreshed one. */
 export const STALE_ANSWER_TTL = 30;
-export const REFRESH_TIMEOUT_MS = 5000;
 /** Expired entries are also dropped when looked up; the sweep frees those nobody asks for again. */
 export const SWEEP_INTERVAL_MS = 30_000;
 
@@ -66,6 +68,9 @@ export class CacheExecutor implements ExecutorPlugin {
   private readonly tier: RedisTier | null;
   /** Signs the paging cursors this cache hands out. */
   private readonly cursorKey = randomBytes(16);
+  /** Fresh hits an entry needs before a hit may prefetch it; Infinity when prefetch is off. */
+  private readonly prefetchHits: number;
+  private readonly prefetcher: Prefetcher | null;
 
   constructor(
     private readonly options: CacheOptions,
@@ -81,6 +86,9 @@ export class CacheExecutor implements ExecutorPlugin {
     this.policy = options.policy;
     this.tier = options.tier ?? null;
     this.shift = options.clockShift ?? NO_SHIFT;
+    const prefetch = options.prefetch ?? null;
+    this.prefetchHits = prefetch === null ? Infinity : prefetch.minHits;
+    this.prefetcher = prefetch === null ? null : new Prefetcher(prefetch, this.stats, log, (branch, e) => this.admit(branch, e));
   }
 
   execute(ctx: DnsContext, next: Continuation | null): StepResult {
@@ -98,12 +106,15 @@ export class CacheExecutor implements ExecutorPlugin {
       if (now < e.freshUntil) {
         s.hitFresh.value++;
         this.serve(ctx, e, now, true);
+        // Prefetch off: prefetchHits is Infinity, and this is all a hit costs.
+        if (++e.hits >= this.prefetchHits && next !== null) this.prefetcher?.consider(ctx, e, now, next);
         return this.shortCircuit ? Step.Stop : runNext(ctx, next);
       }
       if (now < e.expireAt) {
         s.hitStale.value++;
-        if (next !== null) this.refresh(ctx, e, next);
+        // Served before the refresh starts: a refresh whose pipeline answers at once replaces the entry.
         this.serve(ctx, e, now, false);
+        if (next !== null) this.refresh(ctx, e, next);
         return this.shortCircuit ? Step.Stop : runNext(ctx, next);
       }
       s.expired.value++;
@@ -140,8 +151,8 @@ export class CacheExecutor implements ExecutorPlugin {
           this.serve(ctx, e, now, true);
           return this.shortCircuit ? Step.Stop : runNext(ctx, next);
         }
-        if (next !== null) this.refresh(ctx, e, next);
         this.serve(ctx, e, now, false);
+        if (next !== null) this.refresh(ctx, e, next);
         return this.shortCircuit ? Step.Stop : runNext(ctx, next);
       }
       return this.missOnward(ctx, next, key);
@@ -221,42 +232,16 @@ export class CacheExecutor implements ExecutorPlugin {
     return true;
   }
 
-  /** Serve-stale: runs the rest of the sequence on a copy once per key, in the background. */
+  /** Serve-stale: refreshes an entry past its fresh period in the background, once per key. */
   private refresh(ctx: DnsContext, stale: Entry, next: Continuation): void {
     if (stale.refreshing) return;
     const s = this.stats;
-    stale.refreshing = true;
     s.lazyStarted.value++;
-    const branch = ctx.copy();
-    branch.response = null;
-    let settled = false;
-    const finish = (ok: boolean): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      // A stored result has replaced the entry; after a failure the next stale hit may try again.
-      stale.refreshing = false;
+    const done = (ok: boolean): void => {
       if (ok) s.lazySuccess.value++;
       else s.lazyFailed.value++;
     };
-    const timer = setTimeout(() => finish(false), REFRESH_TIMEOUT_MS);
-    timer.unref();
-    const complete = (): void => {
-      if (!settled) finish(this.admit(branch, stale));
-    };
-    const failed = (err: unknown): void => {
-      this.log.debug({ qname: stale.qname, qtype: stale.qtype, err: err instanceof Error ? err.message : String(err) }, "cache refresh failed");
-      finish(false);
-    };
-    let r: StepResult;
-    try {
-      r = next(branch);
-    } catch (err) {
-      failed(err);
-      return;
-    }
-    if (isPromise(r)) void r.then(complete, failed);
-    else complete();
+    refreshEntry(ctx, stale, next, (branch) => this.admit(branch, stale), done, this.log);
   }
 
   // ---- lifecycle (run by the cache:<tag> actor, machines/cache.machine.ts) ----------------------

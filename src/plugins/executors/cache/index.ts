@@ -20,7 +20,12 @@ interface CacheArgs {
   max_negative_ttl: number;
   negative_ttl_without_soa: number;
   max_positive_ttl?: number;
+  min_positive_ttl?: number;
   ecs_in_key: boolean;
+  prefetch: boolean;
+  prefetch_min_hits?: number;
+  prefetch_threshold_percent?: number;
+  prefetch_concurrency?: number;
   redis?: RedisArgs;
 }
 
@@ -47,7 +52,14 @@ const schema = {
     max_negative_ttl: { type: "integer", minimum: 1, maximum: MAX_TTL, default: 300 },
     negative_ttl_without_soa: { type: "integer", minimum: 0, maximum: MAX_TTL, default: 60 },
     max_positive_ttl: { type: "integer", minimum: 1, maximum: MAX_TTL },
+    min_positive_ttl: { type: "integer", minimum: 0, maximum: MAX_TTL },
     ecs_in_key: { type: "boolean", default: false },
+    // Refresh popular entries before they expire. The three below have no schema default, so setting one
+    // without `prefetch: true` can be reported.
+    prefetch: { type: "boolean", default: false },
+    prefetch_min_hits: { type: "integer", minimum: 1, maximum: 1_000_000 },
+    prefetch_threshold_percent: { type: "integer", minimum: 1, maximum: 100 },
+    prefetch_concurrency: { type: "integer", minimum: 1, maximum: 10_000 },
     // A second level shared by every instance that names the same Redis and prefix.
     redis: {
       type: "object",
@@ -64,10 +76,20 @@ const schema = {
   },
 } as const;
 
+/** Prefetch defaults: Unbound and CoreDNS refresh in the last 10 % of the TTL. */
+const PREFETCH_DEFAULTS = { minHits: 2, thresholdPercent: 10, concurrency: 16 };
+const PREFETCH_KEYS = ["prefetch_min_hits", "prefetch_threshold_percent", "prefetch_concurrency"] as const;
+
 function validate(args: CacheArgs): void {
   if (args.dump_file !== undefined && args.dump_interval <= 0) {
     throw new ArgError("dump_interval must be greater than 0 when dump_file is set", ["dump_interval"]);
   }
+  const min = args.min_positive_ttl;
+  if (min !== undefined && args.max_positive_ttl !== undefined && min > args.max_positive_ttl) {
+    throw new ArgError(`min_positive_ttl (${min}) must not exceed max_positive_ttl (${args.max_positive_ttl})`, ["min_positive_ttl"]);
+  }
+  const stray = args.prefetch ? undefined : PREFETCH_KEYS.find((k) => args[k] !== undefined);
+  if (stray !== undefined) throw new ArgError(`${stray} has no effect without prefetch: true`, [stray]);
   const url = args.redis ? redisUrlProblem(args.redis.url) : null;
   if (url !== null) throw new ArgError(url, ["redis", "url"]);
 }
@@ -76,7 +98,7 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
   type: "cache",
   kind: "executor",
   feature: "cache",
-  summary: "Caches answers by question, DO/CD bits (and optionally ECS); serve-stale, negative caching, dumps.",
+  summary: "Caches answers by question, DO/CD bits (and optionally ECS); serve-stale, prefetch, negative caching, dumps.",
   schema,
   // Quick setup: `cache`, `cache short_circuit`, `cache short_circuit=true|false`.
   quickSetup(param) {
@@ -106,6 +128,7 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
         ecsInKey: args.ecs_in_key,
         policy: {
           maxPositiveTtl: args.max_positive_ttl ?? null,
+          minPositiveTtl: args.min_positive_ttl ?? 0,
           cacheNegative: args.cache_negative,
           maxNegativeTtl: args.max_negative_ttl,
           negativeTtlWithoutSoa: args.negative_ttl_without_soa,
@@ -117,6 +140,13 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
         loadAtStart: redis?.load_at_start ?? false,
         releaseTier: () => (link ? ctx.services.redis.release(link, owner) : Promise.resolve()),
         clockShift: ctx.services.clockShift,
+        prefetch: args.prefetch
+          ? {
+              minHits: args.prefetch_min_hits ?? PREFETCH_DEFAULTS.minHits,
+              windowMsPerTtlSecond: (args.prefetch_threshold_percent ?? PREFETCH_DEFAULTS.thresholdPercent) * 10,
+              concurrency: args.prefetch_concurrency ?? PREFETCH_DEFAULTS.concurrency,
+            }
+          : null,
       },
       ctx.services.metrics,
       ctx.log,

@@ -14,6 +14,9 @@ export interface CacheStats {
   lazyStarted: Cell;
   lazySuccess: Cell;
   lazyFailed: Cell;
+  prefetch: Cell;
+  prefetchFailed: Cell;
+  prefetchDropped: Cell;
   entries: Cell;
   evicted: Cell;
 }
@@ -39,6 +42,9 @@ export function cacheStats(metrics: MetricsHub, tag: string): CacheStats {
     lazyStarted: lazy({ plugin_tag: tag, result: "started" }),
     lazySuccess: lazy({ plugin_tag: tag, result: "success" }),
     lazyFailed: lazy({ plugin_tag: tag, result: "failed" }),
+    prefetch: counter("cache_prefetch_total", "Background refreshes of popular entries about to expire (prefetch), started"),
+    prefetchFailed: counter("cache_prefetch_failed_total", "Prefetches that stored nothing (error, timeout or an answer not cacheable); the old entry stays"),
+    prefetchDropped: counter("cache_prefetch_dropped_total", "Prefetches not started because prefetch_concurrency were in flight"),
     entries: metrics.gauge("cache_entries", "Entries held now", tagOnly)({ plugin_tag: tag }),
     evicted: counter("cache_evicted_total", "Entries evicted to stay within size"),
   };

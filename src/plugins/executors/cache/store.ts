@@ -32,7 +32,9 @@ export interface Entry extends Readonly<KeyParts> {
   seq: number;
   /** Insertion stamp, never changed by use: API paging visits entries by it, each once. */
   born: number;
-  /** A serve-stale refresh for this entry is in flight (one per key). */
+  /** Fresh hits since it was stored (prefetch serves names asked at least prefetch_min_hits times). */
+  hits: number;
+  /** A background refresh (serve-stale or prefetch) for this entry is in flight (one per key). */
   refreshing: boolean;
   prev: Entry | null;
   next: Entry | null;

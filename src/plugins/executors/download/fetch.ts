@@ -8,12 +8,15 @@ import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { replaceFileAtomically } from "../../../config/atomic-file.js";
 import { HttpError, openGet } from "../../../net/http-get.js";
+import type { Outbound } from "../../../net/outbound.js";
 
 export interface FetchOptions {
   /** The whole download (connect, every redirect, the body) must finish within this. */
   timeoutMs: number;
   maxBytes: number;
   insecureSkipVerify: boolean;
+  /** The egress profile (network.outbound) the request goes out through; null or absent: direct. */
+  outbound?: Outbound | null;
   /** Aborts the download (the plugin is going, or the cron run that asked was cancelled). */
   signal?: AbortSignal;
 }
@@ -45,7 +48,7 @@ function explain(err: unknown, opts: FetchOptions): Error {
 export async function downloadFile(url: string, target: string, opts: FetchOptions): Promise<number> {
   const settings = { timeout: "timeout", maxBytes: "max_bytes" };
   try {
-    const answer = await openGet(url, { timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes, insecureSkipVerify: opts.insecureSkipVerify, signal: opts.signal, settings });
+    const answer = await openGet(url, { timeoutMs: opts.timeoutMs, maxBytes: opts.maxBytes, insecureSkipVerify: opts.insecureSkipVerify, outbound: opts.outbound ?? null, signal: opts.signal, settings });
     let size = 0;
     try {
       await mkdir(dirname(target), { recursive: true });

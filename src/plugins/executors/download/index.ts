@@ -10,7 +10,8 @@ import { removeStaleTemps } from "../../../config/atomic-file.js";
 import { parseDuration } from "../../../engine/duration.js";
 import { Step, type StepResult } from "../../../engine/types.js";
 import type { DownloadResult, ItemOutcome } from "../../../../machines/download.machine.js";
-import { ArgError, definePlugin, type ArgProblem, type ControlHandle, type ExecutorPlugin } from "../../../registry/types.js";
+import type { Outbound } from "../../../net/outbound.js";
+import { ArgError, definePlugin, type ArgProblem, type CheckEnv, type ControlHandle, type ExecutorPlugin } from "../../../registry/types.js";
 import type { Cell } from "../../../observability/metrics.js";
 import type { Logger } from "../../../observability/logger.js";
 import type { Services } from "../../../registry/services.js";
@@ -33,6 +34,8 @@ export interface DownloadArgs {
   startup_if_missing: boolean;
   max_bytes: number;
   downloads: ItemArgs[];
+  /** A profile of network.outbound the downloads go out through. */
+  outbound?: string;
 }
 
 interface Item {
@@ -66,8 +69,10 @@ function fileNameOf(item: ItemArgs, at: (string | number)[]): string {
   return name;
 }
 
-function checkArgs(args: DownloadArgs): ArgProblem[] {
+function checkArgs(args: DownloadArgs, env: CheckEnv): ArgProblem[] {
   const problems: ArgProblem[] = [];
+  const outbound = args.outbound === undefined ? null : env.outboundProblem(args.outbound);
+  if (outbound !== null) problems.push({ path: ["outbound"], message: outbound });
   try {
     if (durationOf(args.timeout) < 1) problems.push({ path: ["timeout"], message: "timeout must be at least 1ms" });
   } catch (err) {
@@ -114,11 +119,11 @@ async function sweepTemps(path: string, log: Logger): Promise<void> {
 }
 
 /** Fetches one item, counting and logging the outcome; resolves with the error text or null. */
-async function fetchItem(item: Item, args: DownloadArgs, c: Counters, log: Logger, signal?: AbortSignal): Promise<string | null> {
+async function fetchItem(item: Item, args: DownloadArgs, outbound: Outbound | null, c: Counters, log: Logger, signal?: AbortSignal): Promise<string | null> {
   const started = performance.now();
   try {
     await sweepTemps(item.path, log);
-    const bytes = await downloadFile(item.url, item.path, { timeoutMs: durationOf(args.timeout), maxBytes: args.max_bytes, insecureSkipVerify: args.insecure_skip_verify, signal });
+    const bytes = await downloadFile(item.url, item.path, { timeoutMs: durationOf(args.timeout), maxBytes: args.max_bytes, insecureSkipVerify: args.insecure_skip_verify, outbound, signal });
     c.success.value++;
     log.info({ url: item.url, path: item.path, bytes, ms: Math.round(performance.now() - started) }, "download finished");
     return null;
@@ -147,6 +152,8 @@ export class Downloader implements ExecutorPlugin {
     private readonly counters: Counters,
     private readonly log: Logger,
     private readonly self: ControlHandle,
+    /** The egress profile the downloads use (null: direct). */
+    private readonly outbound: Outbound | null = null,
   ) {
     this.items = items;
   }
@@ -172,7 +179,7 @@ export class Downloader implements ExecutorPlugin {
     const stop = signal ? AbortSignal.any([signal, this.gone.signal]) : this.gone.signal;
     if (!item) return Promise.reject(new Error(`download: no item ${index}`));
     if (stop.aborted) return Promise.reject(new Error("download: cancelled"));
-    const run = fetchItem(item, this.args, this.counters, this.log, stop).then((error) => ({ error }));
+    const run = fetchItem(item, this.args, this.outbound, this.counters, this.log, stop).then((error) => ({ error }));
     this.inFlight = run;
     return run.finally(() => {
       if (this.inFlight === run) this.inFlight = null;
@@ -236,6 +243,7 @@ export const download = definePlugin<DownloadArgs, "executor", Downloader>({
       insecure_skip_verify: { type: "boolean", default: false },
       startup_if_missing: { type: "boolean", default: true },
       max_bytes: { type: "integer", minimum: 1, maximum: 4 * 1024 * 1024 * 1024, default: DEFAULT_MAX_BYTES },
+      outbound: { type: "string", minLength: 1 },
       downloads: {
         type: "array",
         minItems: 1,
@@ -249,14 +257,15 @@ export const download = definePlugin<DownloadArgs, "executor", Downloader>({
       },
     },
   },
-  check: (args) => checkArgs(args),
+  check: (args, env) => checkArgs(args, env),
   // startup_if_missing: targets that do not exist are fetched before the plugin is ready (machines/download.machine.ts
   // `starting`); download plugins are created before the others, so their readers find the files.
   createdFirst: true,
   async create(args, ctx) {
     const items = itemsOf(args, (p) => ctx.resolvePath(p));
     const missing = args.startup_if_missing ? await missingItems(items) : [];
-    return new Downloader(args, items, missing, counters(ctx.services, ctx.tag), ctx.log, ctx.control(ctx.tag));
+    const outbound = args.outbound === undefined ? null : ctx.outbound(args.outbound);
+    return new Downloader(args, items, missing, counters(ctx.services, ctx.tag), ctx.log, ctx.control(ctx.tag), outbound);
   },
   control: downloadControl,
 });
