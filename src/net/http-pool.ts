@@ -227,6 +227,8 @@ export class HttpPool {
     private readonly host: string,
     private readonly port: number,
     private readonly maxSockets: number,
+    /** How connections resolve the host and where they start from (the egress profile's resolver and bind). */
+    private readonly route: { lookup?: net.LookupFunction; localAddress?: string } = {},
   ) {}
 
   /** Sends `data` (head and body) and resolves with the answer's status once it is read (its body discarded). */
@@ -272,7 +274,7 @@ export class HttpPool {
   private connect(): Promise<Conn> {
     this.open++;
     return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: this.host, port: this.port });
+      const socket = net.connect({ host: this.host, port: this.port, ...this.route });
       const onError = (e: Error): void => {
         this.open--;
         this.wakeWaiter();

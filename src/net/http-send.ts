@@ -1,19 +1,19 @@
 // The client of the `http_request` executor: requests of any method with a body, over keep-alive
-// connections (per plugin instance, at most `maxSockets` open per origin): plain http through the lean
-// pool of http-pool.ts, https and anything through a SOCKS5 proxy through Node's client (whose pool
-// keeps proxied connections alive too). One deadline for the whole call, redirects included; the
-// answer's body is drained and discarded (past DRAIN_CAP the connection is closed instead). The address rules of outbound-policy.ts apply: never this process's management API, and a
-// redirect reaches a local-only address only when it is the configured URL's own address and port.
+// connections (per plugin instance, at most `maxSockets` open per origin), out through an egress
+// profile (src/net/outbound.ts: source address, resolver, SOCKS5 proxy): plain http without a proxy
+// through the lean pool of http-pool.ts, https and anything proxied through Node's client with the
+// profile's agents (which keep proxied connections alive too). One deadline for the whole call,
+// redirects included; the answer's body is drained and discarded (past DRAIN_CAP the connection is
+// closed instead). The address rules of outbound-policy.ts apply: never this process's management API,
+// and a redirect reaches a local-only address only when it is the configured URL's own address and port.
 
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import type { LookupAddress } from "node:dns";
 import http, { type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction, type Socket } from "node:net";
-import type { Duplex } from "node:stream";
-import tls from "node:tls";
 import { HopGuard } from "./outbound-policy.js";
 import { showUrl } from "./http-get.js";
-import { socks5Connect } from "./socks5.js";
+import type { Outbound } from "./outbound.js";
 import { HttpPool, PoolRefusal, type Answer, type Cancel } from "./http-pool.js";
 
 /** Bytes of an answer's body read (and discarded) to keep its connection; a longer body closes it. */
@@ -43,8 +43,8 @@ export interface ClientOptions {
   timeoutMs: number;
   maxRedirects: number;
   insecureSkipVerify: boolean;
-  /** `socks5://[user:pass@]host:port`; the proxy resolves names. */
-  socks5: string | null;
+  /** The egress profile (DIRECT for none): source address, resolver, SOCKS5 proxy (which resolves names). */
+  outbound: Outbound;
   /** Connections open at once per origin (requests beyond wait for one, within their deadline). */
   maxSockets: number;
 }
@@ -52,27 +52,12 @@ export interface ClientOptions {
 const stripBrackets = (host: string): string => host.replace(/^\[|\]$/g, "");
 const portOf = (url: URL): number => Number(url.port || (url.protocol === "https:" ? 443 : 80));
 
-/** A pool whose connections go through the SOCKS5 proxy (and TLS on top for https). */
-function socksAgent(proxy: string, secure: boolean, base: http.AgentOptions & tls.ConnectionOptions): http.Agent {
-  const connect = (opts: { host?: string | null; port?: number | null; servername?: string }, done: (err: Error | null, socket: Duplex) => void): undefined => {
-    const host = stripBrackets(opts.host ?? "");
-    socks5Connect(proxy, host, Number(opts.port)).then(
-      (socket) => done(null, secure ? tls.connect({ socket, servername: isIP(host) === 0 ? host : undefined, rejectUnauthorized: base.rejectUnauthorized }) : socket),
-      (err: Error) => done(err, undefined as unknown as Duplex),
-    );
-    return undefined;
-  };
-  const agent = secure ? new https.Agent(base) : new http.Agent(base);
-  // Node's Agent accepts a createConnection that answers through its callback.
-  Object.assign(agent, { createConnection: connect });
-  return agent;
-}
-
-/** dns.lookup whose every address is judged before anything connects to it. */
-function guardedLookup(judge: (address: string) => string | null, refused: (why: string) => void): LookupFunction {
+/** The profile's lookup, with every address it gives judged before anything connects to it. */
+function guardedLookup(resolve: LookupFunction, judge: (address: string) => string | null, refused: (why: string) => void): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    resolve(hostname, { ...options, all: true }, (err, found) => {
       if (err) return callback(err, "", 0);
+      const addresses = found as unknown as LookupAddress[];
       for (const a of addresses) {
         const why = judge(a.address);
         if (why !== null) {
@@ -112,11 +97,13 @@ export class HookClient {
   /** Lean pools for plain-http origins reached without a proxy, by host:port. */
   private readonly pools = new Map<string, HttpPool>();
 
+  /** Connections go through a SOCKS5 proxy, which resolves names (so only addresses in URLs can be judged). */
+  private readonly proxied: boolean;
+
   constructor(private readonly o: ClientOptions) {
     const base = { keepAlive: true, maxSockets: o.maxSockets, maxFreeSockets: o.maxSockets, scheduling: "lifo" as const, rejectUnauthorized: !o.insecureSkipVerify };
-    this.agents = o.socks5
-      ? { http: socksAgent(o.socks5, false, base), https: socksAgent(o.socks5, true, base) }
-      : { http: new http.Agent(base), https: new https.Agent(base) };
+    this.agents = { http: o.outbound.agent("http:", base), https: o.outbound.agent("https:", base) };
+    this.proxied = o.outbound.proxy !== null;
   }
 
   /** Sends the request, following redirects; resolves with the final 2xx status, rejects with a SendError. */
@@ -178,10 +165,11 @@ export class HookClient {
     const port = portOf(url);
     const host = stripBrackets(url.hostname);
     // The configured URL over plain http without a proxy: the lean pool (it refuses the management API itself).
-    if (hop === 0 && url.protocol === "http:" && this.o.socks5 === null) {
+    if (hop === 0 && url.protocol === "http:" && !this.proxied) {
       const key = `${host}|${port}`;
       let pool = this.pools.get(key);
-      if (!pool) this.pools.set(key, (pool = new HttpPool(host, port, this.o.maxSockets)));
+      const route = { lookup: this.o.outbound.lookupFunction, ...(this.o.outbound.bind ? { localAddress: this.o.outbound.bind } : {}) };
+      if (!pool) this.pools.set(key, (pool = new HttpPool(host, port, this.o.maxSockets, route)));
       // The guard learns the address, which a redirect back to a local address must match.
       return pool.request(serialize(method, url, headers, body), method === "HEAD", state).then((a) => {
         if (a.remote !== undefined) guard.judge(a.remote, port, 0);
@@ -189,30 +177,37 @@ export class HookClient {
       });
     }
     // An address in the URL is never looked up, and a proxy resolves names itself: both are judged here.
-    if (isIP(host) !== 0 || this.o.socks5) {
+    if (isIP(host) !== 0 || this.proxied) {
       const why = guard.judge(host, port, hop);
       if (why !== null) return Promise.reject(new SendError(`${showUrl(url)}: ${why}`, "refused"));
     }
     const secure = url.protocol === "https:";
     let refusal: string | null = null;
-    const lookup = guardedLookup(
-      (address) => guard.judge(address, port, hop),
-      (why) => (refusal = why),
-    );
-    const pooled = hop === 0 || this.o.socks5 !== null;
+    // Redirects go out on a connection of their own (through the profile's resolver and source address),
+    // each address judged before connecting; the first hop and anything proxied use the profile's agents.
+    const pooled = hop === 0 || this.proxied;
+    const direct = {
+      agent: false as const,
+      rejectUnauthorized: !this.o.insecureSkipVerify,
+      ...(this.o.outbound.bind ? { localAddress: this.o.outbound.bind } : {}),
+      lookup: guardedLookup(
+        this.o.outbound.lookupFunction,
+        (address) => guard.judge(address, port, hop),
+        (why) => (refusal = why),
+      ),
+    };
     const sent: OutgoingHttpHeaders = body === null ? headers : { ...headers, "content-length": body.length };
     return new Promise((resolve, reject) => {
       const req = (secure ? https : http).request(url, {
         method,
         headers: sent,
-        lookup,
-        ...(pooled ? { agent: secure ? this.agents.https : this.agents.http } : { agent: false as const, rejectUnauthorized: !this.o.insecureSkipVerify }),
+        ...(pooled ? { agent: secure ? this.agents.https : this.agents.http } : direct),
       });
       state.cancel = (why) => req.destroy(why);
       req.on("response", (res) => {
         // A pooled connection made for another request was judged then; this request's guard learns its address now.
         const remote = (res.socket as Socket | null)?.remoteAddress;
-        const why = hop === 0 && remote && this.o.socks5 === null ? guard.judge(remote, port, 0) : null;
+        const why = hop === 0 && remote && !this.proxied ? guard.judge(remote, port, 0) : null;
         if (why !== null) {
           res.destroy();
           reject(new SendError(`${showUrl(url)}: ${why}`, "refused"));

@@ -1,7 +1,8 @@
 // How `http_request` reaches its receiver, over real sockets: the lean plain-http pool against a raw
 // TCP server that answers exactly as scripted (Content-Length, chunked, until close, HTTP/1.0, 1xx,
 // oversized bodies, a server closing idle connections), https with and without certificate checks,
-// and a SOCKS5 proxy (keep-alive through it).
+// a SOCKS5 proxy (keep-alive through it), and egress profiles (network.outbound): a profile's proxy,
+// and a profile's resolver and source address for the lean pool.
 import { mkdirSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
@@ -11,6 +12,7 @@ import { query, rcodeOf } from "../helpers/dns.js";
 import { makePki, type Pki } from "../helpers/pki.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { startSocks5Server } from "../helpers/socks5-server.js";
+import { answerWith, startResponder } from "../helpers/responder.js";
 import { startWebhookSink } from "../helpers/webhook-sink.js";
 
 /** A TCP server answering each request (a head and Content-Length body) with the next scripted bytes. */
@@ -182,5 +184,40 @@ ${hooks}
     await s.stop();
     s = null;
     await Promise.all([secure.close(), plain.close(), proxy.close()]);
+  });
+
+  test("outbound: a profile's proxy carries the requests; a profile's resolver and bind serve the lean pool", async () => {
+    const sink = await startWebhookSink();
+    const proxy = await startSocks5Server();
+    // The profile's resolver: answers hooks.test with 127.0.0.1, nothing else.
+    const resolver = await startResponder((q) => answerWith(q, q.questions[0]?.name.toLowerCase() === "hooks.test" && q.questions[0].type === 1 ? ["127.0.0.1"] : []));
+    s = await startSluice(`api:
+  http: 127.0.0.1:0
+network:
+  outbound:
+    via_proxy: { socks5: "127.0.0.1:${proxy.port}" }
+    own_dns: { resolver: "127.0.0.1:${resolver.port}", bind: 127.0.0.1 }
+plugins:
+  - { tag: through_proxy, type: http_request, args: { method: POST, url: "${sink.url}/proxied", body: "\${qname}", async: false, error_mode: fail, phase: before, outbound: via_proxy } }
+  - { tag: by_name, type: http_request, args: { method: POST, url: "http://hooks.test:${sink.port}/named", body: "\${qname}", async: false, error_mode: fail, phase: before, outbound: own_dns } }
+  - tag: main
+    type: sequence
+    args:
+      - { matches: "qname full:proxied.example", exec: $through_proxy }
+      - { matches: "qname full:named.example", exec: $by_name }
+      - exec: reject 3
+  - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
+`);
+    expect(rcodeOf(await query(s.udpPort, "proxied.example", "A"))).toBe(3);
+    expect(proxy.connects).toEqual([`127.0.0.1:${sink.port}`]);
+    expect(rcodeOf(await query(s.udpPort, "named.example", "A"))).toBe(3);
+    expect(sink.requests.map((r) => [r.url, r.body, r.headers.host])).toEqual([
+      ["/proxied", "proxied.example", `127.0.0.1:${sink.port}`],
+      ["/named", "named.example", `hooks.test:${sink.port}`],
+    ]);
+    expect(resolver.seen.some((x) => x.query.questions[0]?.name.toLowerCase() === "hooks.test")).toBe(true);
+    await s.stop();
+    s = null;
+    await Promise.all([sink.close(), proxy.close(), resolver.close()]);
   });
 });

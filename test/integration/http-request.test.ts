@@ -286,7 +286,8 @@ describe("sluice check", () => {
     ["content_type without body", `method: POST\nurl: "http://127.0.0.1:9/"\njson: { a: 1 }\ncontent_type: text/plain`, /sluice\.yaml:8:\d+: error: .*content_type goes with body/],
     ["an unknown key in a JSON leaf", `method: POST\nurl: "http://127.0.0.1:9/"\njson: { a: [1, "$\${nope}"] }`, /sluice\.yaml:7:\d+: error: plugin 'hook': args\.json\.a\[1\]: unknown template key '\$\{nope\}'/],
     ["a bad proxy", `method: GET\nurl: "http://127.0.0.1:9/"\nsocks5: "not a proxy"`, /sluice\.yaml:7:\d+: error: .*is not a SOCKS5 proxy/],
-    ["an unknown arg", `method: GET\nurl: "http://127.0.0.1:9/"\noutbound: direct`, /sluice\.yaml:7:7: error: plugin 'hook': args: unknown field 'outbound'/],
+    ["an outbound profile that is not there", `method: GET\nurl: "http://127.0.0.1:9/"\noutbound: nowhere`, /sluice\.yaml:7:\d+: error: plugin 'hook': args\.outbound: no outbound profile 'nowhere' in network\.outbound \(none is configured\)/],
+    ["an unknown arg", `method: GET\nurl: "http://127.0.0.1:9/"\nretries: 3`, /sluice\.yaml:7:7: error: plugin 'hook': args: unknown field 'retries'/],
   ])("%s", (_what, args, message) => {
     expect(check(args)).toMatch(message);
   });

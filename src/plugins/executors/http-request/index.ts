@@ -7,6 +7,7 @@
 import type { DnsContext } from "../../../engine/context.js";
 import { isPromise, runNext, Step, type Continuation, type StepResult } from "../../../engine/types.js";
 import { HookClient, SendError } from "../../../net/http-send.js";
+import { Outbound } from "../../../net/outbound.js";
 import { definePlugin, type ExecutorPlugin } from "../../../registry/types.js";
 import { failedStep, HookError, HookFailureLog } from "../hooks/failures.js";
 import { WorkQueue } from "../hooks/work-queue.js";
@@ -21,7 +22,7 @@ export const httpRequest = definePlugin<HttpRequestArgs, "executor">({
   feature: "webhook",
   summary: "Sends an HTTP request (a webhook) per query, rendered from ${key} templates, before or after the rest of the sequence; asynchronous through a bounded queue, or awaited.",
   schema: httpRequestSchema,
-  check: (args) => checkRequest(args),
+  check: (args, env) => checkRequest(args, env),
   create(args, ctx): ExecutorPlugin {
     const compiled = compileRequest(args);
     const m = ctx.services.metrics;
@@ -31,7 +32,11 @@ export const httpRequest = definePlugin<HttpRequestArgs, "executor">({
     const errorCell = m.counter("http_request_error_total", "http_request: requests that failed, by reason (timeout, status, network, refused, redirects, invalid, cancelled)", ["plugin_tag", "reason"]);
     // A drop is logged like a failure (first one of a period, then a summary) but counted as dropped.
     const failures = new HookFailureLog(ctx.log, "http_request failed", ctx.failureSummaryMs, (reason) => (reason === "dropped" ? dropped : errorCell({ ...labels, reason })));
-    const client = new HookClient({ timeoutMs: compiled.timeoutMs, maxRedirects: args.max_redirects, insecureSkipVerify: args.insecure_skip_verify, socks5: compiled.socks5, maxSockets: args.max_concurrent });
+    // The egress profile (none: direct); the plugin's own socks5 replaces only its proxy (OxiDNS's rule).
+    const profile = ctx.outbound(args.outbound);
+    const outbound =
+      compiled.socks5 === null ? profile : new Outbound({ name: profile.name, bind: profile.bind, socks5: compiled.socks5, resolver: profile.resolver }, (host, family) => profile.lookup(host, family));
+    const client = new HookClient({ timeoutMs: compiled.timeoutMs, maxRedirects: args.max_redirects, insecureSkipVerify: args.insecure_skip_verify, outbound, maxSockets: args.max_concurrent });
     const queued = m.gauge("http_request_queued", "http_request: requests waiting for a sender (at most queue_size)", ["plugin_tag"])(labels);
     const queue = new WorkQueue(args.queue_size, args.max_concurrent, () => dropped.value++, queued);
     const mode = args.error_mode;

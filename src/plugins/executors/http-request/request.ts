@@ -6,8 +6,9 @@ import { validateHeaderValue, type OutgoingHttpHeaders } from "node:http";
 import { durationProblem, durationSchema, parseDuration } from "../../../engine/duration.js";
 import { render, TemplateSet, type Template } from "../../../engine/template.js";
 import type { SendRequest } from "../../../net/http-send.js";
+import { parseSocks5 } from "../../../net/socks5.js";
 import { VERSION } from "../../../version.js";
-import { ArgError, type ArgProblem } from "../../../registry/types.js";
+import { ArgError, type ArgProblem, type CheckEnv } from "../../../registry/types.js";
 import { errorModeSchema, HookError, type ErrorMode } from "../hooks/failures.js";
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -26,6 +27,7 @@ export interface HttpRequestArgs {
   form?: Record<string, string>;
   content_type?: string;
   socks5?: string;
+  outbound?: string;
   insecure_skip_verify: boolean;
   max_redirects: number;
   queue_size: number;
@@ -52,6 +54,7 @@ export const httpRequestSchema = {
     form: stringMap,
     content_type: { type: "string", minLength: 1 },
     socks5: { type: "string", minLength: 1 },
+    outbound: { type: "string", minLength: 1 },
     insecure_skip_verify: { type: "boolean", default: false },
     max_redirects: { type: "integer", minimum: 0, maximum: 20, default: 5 },
     queue_size: { type: "integer", minimum: 1, maximum: 65_536, default: 256 },
@@ -67,19 +70,6 @@ const OWN_HEADERS = new Set(["content-length", "transfer-encoding", "connection"
 export const urlValue = (v: string): string => encodeURIComponent(v).replace(/%3A/g, ":").replace(/%2C/g, ",").replace(/%40/g, "@");
 /** A value inside a JSON string (the template's literal parts are JSON text already). */
 const jsonValue = (v: string): string => JSON.stringify(v).slice(1, -1);
-
-/** `host:port`, `user:pass@host:port`, `[v6]:port` (OxiDNS's forms) or a socks5:// URL → `socks5://…`. */
-export function socks5Url(text: string): string {
-  const withScheme = /^socks5h?:\/\//i.test(text) ? text : `socks5://${text}`;
-  let url: URL | null;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    url = null;
-  }
-  if (!url || !url.hostname || !url.port || (url.pathname !== "" && url.pathname !== "/")) throw new ArgError(`'${text}' is not a SOCKS5 proxy (host:port, user:pass@host:port or [v6]:port)`, ["socks5"]);
-  return `socks5://${url.username ? `${url.username}:${url.password}@` : ""}${url.host}`;
-}
 
 /** The URL template: scheme and host:port must be written out (a query must not choose where requests go). */
 function compileUrl(set: TemplateSet, text: string): Template {
@@ -143,6 +133,7 @@ export interface CompiledRequest {
   /** Content-Type from the body kind, unless a header sets it. */
   readonly contentType: string | null;
   readonly timeoutMs: number;
+  /** A proxy of the plugin's own (over the outbound profile's). */
   readonly socks5: string | null;
   /** The URL, when nothing in it changes per query. */
   readonly fixedUrl: URL | null;
@@ -183,19 +174,30 @@ export function compileRequest(args: HttpRequestArgs): CompiledRequest {
     body = { kind: "form", fields: Object.entries(args.form).map(([k, v]): [string, Template] => [k, set.compile(v, ["form", k])]) };
     contentType = "application/x-www-form-urlencoded";
   }
-  const socks5 = args.socks5 === undefined ? null : socks5Url(args.socks5);
+  let socks5: string | null = null;
+  if (args.socks5 !== undefined) {
+    try {
+      parseSocks5(args.socks5);
+    } catch (err) {
+      throw new ArgError((err as Error).message, ["socks5"]);
+    }
+    socks5 = args.socks5;
+  }
   const fixedUrl = url.constant !== null && query.length === 0 ? new URL(url.constant) : null;
   return { set, method: args.method.toUpperCase(), url, query, headers, body, contentType, timeoutMs: parseDuration(args.timeout), socks5, fixedUrl };
 }
 
-export function checkRequest(args: HttpRequestArgs): ArgProblem[] {
+export function checkRequest(args: HttpRequestArgs, env: CheckEnv): ArgProblem[] {
+  const problems: ArgProblem[] = [];
   try {
     compileRequest(args);
-    return [];
   } catch (err) {
-    if (err instanceof ArgError) return [{ path: err.path, message: err.message }];
-    throw err;
+    if (!(err instanceof ArgError)) throw err;
+    problems.push({ path: err.path, message: err.message });
   }
+  const outbound = args.outbound === undefined ? null : env.outboundProblem(args.outbound);
+  if (outbound !== null) problems.push({ path: ["outbound"], message: outbound });
+  return problems;
 }
 
 /** The request for one query's captured values (built when it is sent). */
