@@ -11,7 +11,7 @@ import { HttpPool, type Cancel } from "../../src/net/http-pool.js";
 import { query, rcodeOf } from "../helpers/dns.js";
 import { makePki, type Pki } from "../helpers/pki.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
-import { startSocks5Server } from "../helpers/socks5-server.js";
+import { startSocks5 } from "../helpers/socks5.js";
 import { answerWith, startResponder } from "../helpers/responder.js";
 import { startWebhookSink } from "../helpers/webhook-sink.js";
 
@@ -160,7 +160,7 @@ ${hooks}
   test("https: an untrusted certificate fails unless insecure_skip_verify; SOCKS5 (OxiDNS's host:port form) carries the request, kept alive", async () => {
     const secure = await startWebhookSink({ tls: pki.server });
     const plain = await startWebhookSink();
-    const proxy = await startSocks5Server();
+    const proxy = await startSocks5();
     s = await startSluice(
       yaml(`  - { tag: verify, type: http_request, args: { method: POST, url: "${secure.url}/v", body: "\${qname}", async: false, error_mode: fail, phase: before } }
   - { tag: skip, type: http_request, args: { method: POST, url: "${secure.url}/s", body: "\${qname}", async: false, error_mode: fail, insecure_skip_verify: true, phase: before } }
@@ -180,7 +180,7 @@ ${hooks}
       ["/p", "proxied.example"],
       ["/p", "proxied.example"],
     ]);
-    expect(proxy.connects).toEqual([`127.0.0.1:${plain.port}`]);
+    expect(proxy.targets).toEqual([`127.0.0.1:${plain.port}`]);
     await s.stop();
     s = null;
     await Promise.all([secure.close(), plain.close(), proxy.close()]);
@@ -188,7 +188,7 @@ ${hooks}
 
   test("outbound: a profile's proxy carries the requests; a profile's resolver and bind serve the lean pool", async () => {
     const sink = await startWebhookSink();
-    const proxy = await startSocks5Server();
+    const proxy = await startSocks5();
     // The profile's resolver: answers hooks.test with 127.0.0.1, nothing else.
     const resolver = await startResponder((q) => answerWith(q, q.questions[0]?.name.toLowerCase() === "hooks.test" && q.questions[0].type === 1 ? ["127.0.0.1"] : []));
     s = await startSluice(`api:
@@ -209,7 +209,7 @@ plugins:
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }
 `);
     expect(rcodeOf(await query(s.udpPort, "proxied.example", "A"))).toBe(3);
-    expect(proxy.connects).toEqual([`127.0.0.1:${sink.port}`]);
+    expect(proxy.targets).toEqual([`127.0.0.1:${sink.port}`]);
     expect(rcodeOf(await query(s.udpPort, "named.example", "A"))).toBe(3);
     expect(sink.requests.map((r) => [r.url, r.body, r.headers.host])).toEqual([
       ["/proxied", "proxied.example", `127.0.0.1:${sink.port}`],
