@@ -192,5 +192,6 @@ describe("bad args", () => {
   test("a command that is not there fails the start, located", async () => {
     await expect(startSluice(config("args: []").replace(process.execPath, "/nonexistent/hook"))).rejects.toThrow(/\/nonexistent\/hook is not an executable file/);
     await expect(startSluice(config("args: []").replace(process.execPath, "no-such-program-here"))).rejects.toThrow(/'no-such-program-here' is not found on PATH/);
+    await expect(startSluice(config("cwd: no-such-dir"))).rejects.toThrow(/no-such-dir is not a directory/);
   });
 });

@@ -6,6 +6,7 @@
 // that a run is dropped (counted, error_mode). With `async: true` the query does not wait and the
 // outcome is only counted and logged. See docs/plugins.md#script.
 
+import { statSync } from "node:fs";
 import type { DnsContext } from "../../../engine/context.js";
 import { durationProblem, durationSchema, parseDuration } from "../../../engine/duration.js";
 import { render, TemplateSet, type Template, type TemplateKey } from "../../../engine/template.js";
@@ -59,6 +60,14 @@ interface Compiled {
   env: [string, Template][];
   timeoutMs: number;
 }
+
+const isDirectory = (path: string): boolean => {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+};
 
 function compile(a: ScriptArgs): Compiled {
   const problem = durationProblem("timeout", a.timeout, 1, 3_600_000);
@@ -123,6 +132,7 @@ export const script = definePlugin<ScriptArgs, "executor">({
     const cwd = args.cwd === undefined ? ctx.services.baseDir : ctx.resolvePath(args.cwd);
     const why = commandProblem(command, process.env);
     if (why !== null) throw new ArgError(why, ["command"]);
+    if (!isDirectory(cwd)) throw new ArgError(`${cwd} is not a directory`, ["cwd"]);
     const m = ctx.services.metrics;
     const labels = { plugin_tag: ctx.tag };
     const runs = m.counter("script_run_total", "script: programs started", ["plugin_tag"])(labels);
