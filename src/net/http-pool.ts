@@ -79,7 +79,9 @@ class Conn {
     p?.reject(e);
   }
 
-  private finish(reusable: boolean): void {
+  private finish(keepAlive: boolean): void {
+    // Bytes after the answer were never asked for: such a connection is not trusted with another request.
+    const reusable = keepAlive && this.buf.length === 0;
     const p = this.pending;
     const a = this.answer as Answer;
     this.pending = null;
