@@ -199,6 +199,8 @@ describe("query log", { timeout: 60_000 }, () => {
     expect(await detail.getByTestId("path-summary").textContent()).toBe("Rule 2 of main matched (blocked). Answered by reject (builtin, stop).");
     const steps = await detail.getByTestId("record-steps").locator("li[data-tag]").evaluateAll((lis) => lis.map((li) => `${li.getAttribute("data-kind")}:${li.getAttribute("data-tag")}:${li.getAttribute("data-outcome")}`));
     expect(steps).toEqual(["matcher:blocked:matched", "builtin:reject:stop"]);
+    // No dynamic_domain_set in this configuration: no Block / Allow.
+    expect(await detail.getByTestId("set-actions").count()).toBe(0);
     // Focus moves to the detail, for keyboard and screen reader users.
     expect(await w.page.evaluate(() => document.activeElement?.id)).toBe("record-title");
     await w.screenshot("record-detail");

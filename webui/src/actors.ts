@@ -9,7 +9,10 @@ import { onSignOut } from "./api";
 import type { ActorFrame } from "./shapes";
 import { openStream, type EventStream } from "./sse";
 
-type Follower = { match: (id: string) => boolean; changed: () => void };
+/** Which actor frames a follower loads again for: by the actor's id, and (when it needs to) what the frame says. */
+export type ActorMatch = (id: string, frame: ActorFrame) => boolean;
+
+type Follower = { match: ActorMatch; changed: () => void };
 
 const followers = new Set<Follower>();
 let stream: EventStream | null = null;
@@ -19,13 +22,13 @@ function open(): void {
   const own = openStream("api/actors/stream", {
     onEvent(e) {
       if (e.event !== "actor") return;
-      let id: string;
+      let frame: ActorFrame;
       try {
-        id = (JSON.parse(e.data) as ActorFrame).id;
+        frame = JSON.parse(e.data) as ActorFrame;
       } catch {
         return;
       }
-      for (const f of followers) if (f.match(id)) f.changed();
+      for (const f of followers) if (f.match(frame.id, frame)) f.changed();
     },
     onState(state) {
       // Stopped for good (signed out, refused): the next follower opens a new one.
@@ -47,8 +50,8 @@ onSignOut(() => {
   stream = null;
 });
 
-/** Calls `changed` whenever an actor whose id `match` accepts changes; returns the unsubscribe. */
-export function followActors(match: (id: string) => boolean, changed: () => void): () => void {
+/** Calls `changed` whenever an actor whose frame `match` accepts changes; returns the unsubscribe. */
+export function followActors(match: ActorMatch, changed: () => void): () => void {
   const f = { match, changed };
   followers.add(f);
   if (stream === null) open();
@@ -65,7 +68,7 @@ export function followActors(match: (id: string) => boolean, changed: () => void
  * Runs `load` now and again after each change of an actor `match` accepts: one load at a time, and a
  * change during a load runs one more afterwards. Returns the stop.
  */
-export function loadOnChange(match: (id: string) => boolean, load: () => Promise<void> | void): () => void {
+export function loadOnChange(match: ActorMatch, load: () => Promise<void> | void): () => void {
   let running = false;
   let again = false;
   let live = true;
@@ -97,13 +100,13 @@ export function loadOnChange(match: (id: string) => boolean, load: () => Promise
 }
 
 /** loadOnChange for a component: from mount (and each change of `key`) until unmount. */
-export function useActorLoad(key: string, match: (id: string) => boolean, load: () => Promise<void> | void): void {
+export function useActorLoad(key: string, match: ActorMatch, load: () => Promise<void> | void): void {
   const latest = useRef({ match, load });
   latest.current = { match, load };
   useEffect(
     () =>
       loadOnChange(
-        (id) => latest.current.match(id),
+        (id, frame) => latest.current.match(id, frame),
         () => latest.current.load(),
       ),
     [key],

@@ -136,11 +136,12 @@ export function errorText(err: unknown): string {
 }
 
 /**
- * Text for a refused or failed request that names the HTTP status and code, so a 409 (busy) or 503
- * (unavailable) reads as a refusal rather than as a fault: "Refused (409 cron_job_already_running): …".
+ * Text for a refused or failed request that names the HTTP status and code, so a 409 (busy), 503
+ * (unavailable) or 507 (full) reads as a refusal rather than as a fault: "Refused (409 cron_job_already_running): …".
  */
 export function refusalText(err: unknown): string {
-  if (err instanceof ApiFailure) return `${err.status >= 500 && err.status !== 503 ? "Failed" : "Refused"} (${err.status} ${err.code}): ${err.message}`;
+  // 503 (unavailable) and 507 (a bounded store is full) are refusals too, not faults.
+  if (err instanceof ApiFailure) return `${err.status >= 500 && err.status !== 503 && err.status !== 507 ? "Failed" : "Refused"} (${err.status} ${err.code}): ${err.message}`;
   return errorText(err);
 }
 

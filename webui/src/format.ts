@@ -66,3 +66,6 @@ export function localInput(ms: number): string {
   const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
   return d.toISOString().slice(0, 16);
 }
+
+/** "1 rule", "2 rules", "1,234 rules". */
+export const plural = (n: number, word: string): string => `${count(n)} ${word}${n === 1 ? "" : "s"}`;

@@ -13,6 +13,7 @@ import type * as download from "../../src/plugins/executors/download/schemas.js"
 import type * as recorder from "../../src/plugins/executors/query-recorder/schemas.js";
 import type * as matcher from "../../src/plugins/matchers/schemas.js";
 import type * as provider from "../../src/plugins/providers/schemas.js";
+import type * as dynset from "../../src/plugins/providers/dynamic-domain-set/schemas.js";
 
 // Health, build, control, actors, plugins.
 export type Health = FromSchema<typeof api.healthSchema>;
@@ -44,6 +45,12 @@ export type UpgradeStatus = FromSchema<typeof api.upgradeStatusSchema>;
 export type MatcherStatus = FromSchema<typeof matcher.matcherStatusSchema>;
 export type ProviderStatus = FromSchema<typeof provider.providerStatusSchema>;
 export type ProviderReloaded = FromSchema<typeof provider.providerReloadedSchema>;
+export type DomainRulesPage = FromSchema<typeof dynset.rulesPageSchema>;
+export type DomainRule = DomainRulesPage["rules"][number];
+export type DomainRulesAdded = FromSchema<typeof dynset.addedSchema>;
+export type DomainRulesRemoved = FromSchema<typeof dynset.removedSchema>;
+export type DomainRulesCleared = FromSchema<typeof dynset.clearedSchema>;
+export type DomainSetStatus = FromSchema<typeof dynset.setStatusSchema>;
 export type CacheEntriesPage = FromSchema<typeof cache.cacheEntriesSchema>;
 export type CacheEntry = CacheEntriesPage["entries"][number];
 export type CacheFlushed = FromSchema<typeof cache.cacheFlushedSchema>;

@@ -136,7 +136,7 @@ export function ProviderControl({ tag }: { tag: string }) {
   return (
     <div class="control" data-testid={`provider-${tag}`}>
       <p>
-        <strong data-testid={`provider-${tag}-rules`}>{s === null ? "…" : s.rules === null ? "unknown" : count(s.rules)}</strong> rules
+        <strong data-testid={`provider-${tag}-rules`}>{s === null ? "…" : s.rules === null ? "unknown" : count(s.rules)}</strong> {s?.rules === 1 ? "rule" : "rules"}
         {s && (
           <span class="hint">
             {" "}

@@ -1,7 +1,7 @@
 // Plugins: every plugin of the running configuration (GET /api/plugins) with its kind, type and
 // actor state, grouped by kind, with the controls its routes allow: matcher modes, provider reloads,
-// the cache browser, a cron plugin's jobs and a download plugin's items (those two also have their own
-// page, Cron & downloads).
+// the cache browser, a dynamic_domain_set's rules editor, a cron plugin's jobs and a download plugin's
+// items (those two also have their own page, Cron & downloads).
 
 import type { ComponentChildren } from "preact";
 import { useSignal } from "@preact/signals";
@@ -11,6 +11,7 @@ import { generation, loadPlugins, plugins, serves, type PluginInfo } from "../fe
 import { Badge, Notice, toneOf } from "../components/ui";
 import { CacheBrowser } from "./cache-browser";
 import { CronJobs } from "./cron-jobs";
+import { DomainSetRules } from "./domain-set-rules";
 import { Downloads } from "./downloads";
 import { MatcherControl, ProviderControl } from "./plugin-controls";
 
@@ -71,6 +72,11 @@ function PluginCard({ plugin }: { plugin: PluginInfo }) {
       {matcher && <MatcherControl tag={plugin.tag} />}
       {provider && <ProviderControl tag={plugin.tag} />}
       {serves(plugin, "GET", "entries") && <CacheBrowser tag={plugin.tag} />}
+      {plugin.type === "dynamic_domain_set" && serves(plugin, "GET", "rules") && (
+        <Expand summary="Rules" testId={`rules-of-${plugin.tag}`}>
+          {() => <DomainSetRules tag={plugin.tag} />}
+        </Expand>
+      )}
       {serves(plugin, "GET", "jobs/status") && (
         <Expand summary="Jobs" testId={`jobs-${plugin.tag}`}>
           {() => <CronJobs tag={plugin.tag} />}

@@ -1,6 +1,7 @@
 // One recorded query in full (GET records/<id>): the question, the answer, and the execution path
 // step by step — each rule the query met, which of its matchers matched, which executor ran and how
-// it ended — with the rule that matched and the executor that answered called out.
+// it ended — with the rule that matched and the executor that answered called out. With a
+// dynamic_domain_set configured, "Block" and "Allow" add the question's name to one (set-actions.tsx).
 
 import type { ComponentChildren } from "preact";
 import { useSignal } from "@preact/signals";
@@ -9,6 +10,7 @@ import { errorText } from "../api";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { millis, when } from "../format";
 import { outcomeText, recorderGet, type FullRecord, type RecordRow, type ResourceRecord, type Step } from "../recorder";
+import { SetActions } from "./set-actions";
 
 interface Rule {
   sequence: string;
@@ -170,6 +172,7 @@ export function RecordDetail({ tag, id, onClose }: { tag: string; id: number; on
               ["took", millis(r.elapsed_us / 1000)],
             ]}
           />
+          {r.questions_json[0] && <SetActions key={id} qname={r.questions_json[0].name} />}
           <h3 class="subhead">Execution path</h3>
           <Path full={full.value} />
           <Records title={`Answers (${r.answer_count})`} rows={r.answers_json} />
