@@ -50,10 +50,10 @@ function rcodeOf(ctx: DnsContext): number | null {
   }
 }
 
-/** Addresses of the answer section's A and AAAA records, sorted, joined by commas. */
-function respIps(ctx: DnsContext): string {
+/** Addresses of the answer section's A and AAAA records, in answer order (none when there is no answer or it does not parse). */
+export function answerAddressTexts(ctx: DnsContext): string[] {
   const resp = ctx.response;
-  if (resp === null || resp.answerCount === 0) return "";
+  if (resp === null || resp.answerCount === 0) return [];
   try {
     const wire = resp.toWire();
     const out: string[] = [];
@@ -62,11 +62,14 @@ function respIps(ctx: DnsContext): string {
       const len = r.end - r.fixed - 10;
       if ((r.type === QTYPE.A && len === 4) || (r.type === QTYPE.AAAA && len === 16)) out.push(formatIP(wire.subarray(r.fixed + 10, r.end)));
     }
-    return out.sort().join(",");
+    return out;
   } catch {
-    return "";
+    return [];
   }
 }
+
+/** The same, sorted, joined by commas (`resp_ip`). */
+const respIps = (ctx: DnsContext): string => answerAddressTexts(ctx).sort().join(",");
 
 const attr = (name: string) => (ctx: DnsContext): string => {
   const v = ctx.attrs?.get(name);

@@ -6,15 +6,14 @@
 // optionally through a SOCKS5 proxy (which resolves names itself) or an outbound profile (bind
 // address, proxy, resolver: src/net/outbound.ts).
 
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import https from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import tls from "node:tls";
 import { VERSION } from "../version.js";
 import type { Outbound } from "./outbound.js";
-import { HopGuard } from "./outbound-policy.js";
+import { guardedLookup, HopGuard } from "./outbound-policy.js";
 import { socks5Connect } from "./socks5.js";
 
 export const MAX_REDIRECTS = 5;
@@ -103,27 +102,6 @@ function connectVia(proxy: string, url: URL, o: GetOptions): http.RequestOptions
       (err: Error) => done(err, undefined as unknown as Duplex),
     );
     return undefined;
-  };
-}
-
-/** dns.lookup (or the outbound profile's resolver), with every address it gives judged before anything connects to it. */
-function guardedLookup(judge: (address: string) => string | null, refused: (why: string) => void, base: LookupFunction = dnsLookup): LookupFunction {
-  return (hostname, options, callback) => {
-    base(hostname, { ...options, all: true }, (err, found) => {
-      if (err) return callback(err, "", 0);
-      const addresses: LookupAddress[] = typeof found === "string" ? [{ address: found, family: isIP(found) }] : found;
-      for (const a of addresses) {
-        const why = judge(a.address);
-        if (why !== null) {
-          refused(why);
-          return callback(Object.assign(new Error(why), { code: "EREFUSED_BY_POLICY" }), "", 0);
-        }
-      }
-      if (options.all) return callback(null, addresses);
-      const first = addresses[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND" }), "", 0);
-      callback(null, first.address, first.family);
-    });
   };
 }
 

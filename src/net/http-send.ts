@@ -7,11 +7,10 @@
 // closed instead). The address rules of outbound-policy.ts apply: never this process's management API,
 // and a redirect reaches a local-only address only when it is the configured URL's own address and port.
 
-import type { LookupAddress } from "node:dns";
 import http, { type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import https from "node:https";
-import { isIP, type LookupFunction, type Socket } from "node:net";
-import { HopGuard } from "./outbound-policy.js";
+import { isIP, type Socket } from "node:net";
+import { guardedLookup, HopGuard } from "./outbound-policy.js";
 import { showUrl } from "./http-get.js";
 import type { Outbound } from "./outbound.js";
 import { HttpPool, PoolRefusal, type Answer, type Cancel } from "./http-pool.js";
@@ -51,27 +50,6 @@ export interface ClientOptions {
 
 const stripBrackets = (host: string): string => host.replace(/^\[|\]$/g, "");
 const portOf = (url: URL): number => Number(url.port || (url.protocol === "https:" ? 443 : 80));
-
-/** The profile's lookup, with every address it gives judged before anything connects to it. */
-function guardedLookup(resolve: LookupFunction, judge: (address: string) => string | null, refused: (why: string) => void): LookupFunction {
-  return (hostname, options, callback) => {
-    resolve(hostname, { ...options, all: true }, (err, found) => {
-      if (err) return callback(err, "", 0);
-      const addresses = found as unknown as LookupAddress[];
-      for (const a of addresses) {
-        const why = judge(a.address);
-        if (why !== null) {
-          refused(why);
-          return callback(Object.assign(new Error(why), { code: "EREFUSED_BY_POLICY" }), "", 0);
-        }
-      }
-      if (options.all) return callback(null, addresses);
-      const first = addresses[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND" }), "", 0);
-      callback(null, first.address, first.family);
-    });
-  };
-}
 
 /** Headers a redirect to another origin does not carry. */
 const CREDENTIAL_HEADERS = ["authorization", "cookie", "proxy-authorization"];
@@ -191,9 +169,9 @@ export class HookClient {
       rejectUnauthorized: !this.o.insecureSkipVerify,
       ...(this.o.outbound.bind ? { localAddress: this.o.outbound.bind } : {}),
       lookup: guardedLookup(
-        this.o.outbound.lookupFunction,
         (address) => guard.judge(address, port, hop),
         (why) => (refusal = why),
+        this.o.outbound.lookupFunction,
       ),
     };
     const sent: OutgoingHttpHeaders = body === null ? headers : { ...headers, "content-length": body.length };

@@ -6,7 +6,8 @@
 //   very address and port the configured URL connected to: a loopback mirror may redirect within
 //   itself, nothing may redirect onto another service of this host.
 
-import { BlockList, isIP } from "node:net";
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { BlockList, isIP, type LookupFunction } from "node:net";
 import { networkInterfaces } from "node:os";
 
 const LOCAL_ONLY = new BlockList();
@@ -93,3 +94,24 @@ export class HopGuard {
 }
 
 const show = (a: string, port: number): string => (a.includes(":") ? `[${a}]:${port}` : `${a}:${port}`);
+
+/** dns.lookup (or the outbound profile's resolver), with every address it gives judged before anything connects to it. */
+export function guardedLookup(judge: (address: string) => string | null, refused: (why: string) => void, base: LookupFunction = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    base(hostname, { ...options, all: true }, (err, found) => {
+      if (err) return callback(err, "", 0);
+      const addresses: LookupAddress[] = typeof found === "string" ? [{ address: found, family: isIP(found) }] : found;
+      for (const a of addresses) {
+        const why = judge(a.address);
+        if (why !== null) {
+          refused(why);
+          return callback(Object.assign(new Error(why), { code: "EREFUSED_BY_POLICY" }), "", 0);
+        }
+      }
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0];
+      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND" }), "", 0);
+      callback(null, first.address, first.family);
+    });
+  };
+}

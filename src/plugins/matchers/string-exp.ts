@@ -1,9 +1,8 @@
 // `string_exp`: compares a query attribute (name, type, client, marks, answer IPs, an env var) with strings.
 
-import { parseClass, parseRcode, parseType, QTYPE } from "../../dns/constants.js";
-import { formatIP } from "../../dns/ip.js";
-import { SECTION_ANSWER } from "../../dns/view.js";
+import { parseClass, parseRcode, parseType } from "../../dns/constants.js";
 import type { DnsContext } from "../../engine/context.js";
+import { answerAddressTexts } from "../../engine/template.js";
 import { ArgError, argProblems, definePlugin } from "../../registry/types.js";
 
 type StringExpArgs = string | string[];
@@ -17,22 +16,7 @@ type Op = (typeof OPS)[number];
 
 const SOURCES = "qname, qtype, qclass, rcode, resp_ip, mark, client_ip or $ENV_VAR";
 
-function respIps(ctx: DnsContext): string {
-  const resp = ctx.response;
-  if (resp === null || resp.answerCount === 0) return "";
-  try {
-    const wire = resp.toWire();
-    const out: string[] = [];
-    for (const r of resp.index.records) {
-      if (r.section !== SECTION_ANSWER) break;
-      const len = r.end - r.fixed - 10;
-      if ((r.type === QTYPE.A && len === 4) || (r.type === QTYPE.AAAA && len === 16)) out.push(formatIP(wire.subarray(r.fixed + 10, r.end)));
-    }
-    return out.join(",");
-  } catch {
-    return "";
-  }
-}
+const respIps = (ctx: DnsContext): string => answerAddressTexts(ctx).join(",");
 
 function rcodeOf(ctx: DnsContext): number | null {
   if (ctx.response === null) return null;

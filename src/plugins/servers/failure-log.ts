@@ -8,6 +8,7 @@
 import { ForwardError } from "../../engine/upstream/racing.js";
 import { UpstreamError } from "../../engine/upstream/exchange.js";
 import { CallDepthError } from "../../engine/sequence.js";
+import { FailureDigest } from "../../observability/failure-digest.js";
 import type { Logger } from "../../observability/logger.js";
 import type { Cell, MetricsHub } from "../../observability/metrics.js";
 import type { CreateContext } from "../../registry/types.js";
@@ -33,45 +34,28 @@ export function failureCounters(metrics: MetricsHub, tag: string): Record<Failur
 }
 
 export class FailureLog {
-  /** Failures of each reason in the current period (the first was logged). */
-  private readonly counts = new Map<FailureReason, number>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly digest: FailureDigest;
 
   constructor(
-    private readonly log: Logger,
+    log: Logger,
     private readonly counters: Record<FailureReason, Cell>,
-    private readonly periodMs: number,
-  ) {}
+    periodMs: number,
+  ) {
+    this.digest = new FailureDigest(log, periodMs, {
+      debug: "query failed",
+      first: "query failed; answering SERVFAIL",
+      more: (total, list, seconds) => `${total} more queries failed in the last ${seconds}s (${list}); answered SERVFAIL`,
+    });
+  }
 
   record(reason: FailureReason, qname: string, qtype: number, err: unknown): void {
     this.counters[reason].value++;
-    // Every failure with its error at debug level (nothing is built unless debug is on).
-    if (this.log.isLevelEnabled("debug")) this.log.debug({ reason, qname, qtype, err: errText(reason, err) }, "query failed");
-    const n = this.counts.get(reason) ?? 0;
-    this.counts.set(reason, n + 1);
-    if (n > 0) return;
-    this.log.warn({ reason, qname, qtype, err: errText(reason, err), summary_every_ms: this.periodMs }, "query failed; answering SERVFAIL");
-    if (this.timer === null) {
-      this.timer = setTimeout(() => this.summarise(), this.periodMs);
-      this.timer.unref();
-    }
-  }
-
-  /** Ends the period: one line for the failures not logged one by one. */
-  private summarise(): void {
-    this.timer = null;
-    const more = [...this.counts].filter(([, n]) => n > 1).map(([reason, n]) => [reason, n - 1] as const);
-    this.counts.clear();
-    if (more.length === 0) return;
-    const total = more.reduce((sum, [, n]) => sum + n, 0);
-    this.log.warn({ failed: Object.fromEntries(more), period_ms: this.periodMs }, `${total} more queries failed in the last ${this.periodMs / 1000}s (${more.map(([r, n]) => `${r}: ${n}`).join(", ")}); answered SERVFAIL`);
+    this.digest.record(reason, () => ({ qname, qtype, err: errText(reason, err) }));
   }
 
   /** The last summary now (the server is going away). */
   close(): void {
-    if (this.timer === null) return;
-    clearTimeout(this.timer);
-    this.summarise();
+    this.digest.close();
   }
 }
 

@@ -4,6 +4,7 @@
 // the rest are counted, and one line sums them up when the period (`log.failure_summary`) ends; at
 // debug level every failure is logged.
 
+import { FailureDigest } from "../../../observability/failure-digest.js";
 import type { Logger } from "../../../observability/logger.js";
 import type { Cell } from "../../../observability/metrics.js";
 import { Step } from "../../../engine/types.js";
@@ -32,44 +33,26 @@ export function failedStep(mode: ErrorMode, err: HookError): Step {
 }
 
 export class HookFailureLog {
-  private readonly counts = new Map<string, number>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly digest: FailureDigest;
 
   constructor(
-    private readonly log: Logger,
+    log: Logger,
     /** The log line's message, e.g. "http_request failed". */
-    private readonly title: string,
-    private readonly periodMs: number,
+    title: string,
+    periodMs: number,
     /** The counter of each reason (cells made on first use). */
     private readonly counter: (reason: string) => Cell,
-  ) {}
+  ) {
+    this.digest = new FailureDigest(log, periodMs, { debug: title, first: title, more: (total, list, seconds) => `${title}: ${total} more in the last ${seconds}s (${list})` });
+  }
 
   record(err: HookError, details: Record<string, unknown> = {}): void {
     this.counter(err.reason).value++;
-    if (this.log.isLevelEnabled("debug")) this.log.debug({ reason: err.reason, err: err.message, ...details }, this.title);
-    const n = this.counts.get(err.reason) ?? 0;
-    this.counts.set(err.reason, n + 1);
-    if (n > 0) return;
-    this.log.warn({ reason: err.reason, err: err.message, ...details, summary_every_ms: this.periodMs }, this.title);
-    if (this.timer === null) {
-      this.timer = setTimeout(() => this.summarise(), this.periodMs);
-      this.timer.unref();
-    }
-  }
-
-  private summarise(): void {
-    this.timer = null;
-    const more = [...this.counts].filter(([, n]) => n > 1).map(([reason, n]) => [reason, n - 1] as const);
-    this.counts.clear();
-    if (more.length === 0) return;
-    const total = more.reduce((sum, [, n]) => sum + n, 0);
-    this.log.warn({ failed: Object.fromEntries(more), period_ms: this.periodMs }, `${this.title}: ${total} more in the last ${this.periodMs / 1000}s (${more.map(([r, n]) => `${r}: ${n}`).join(", ")})`);
+    this.digest.record(err.reason, () => ({ err: err.message, ...details }));
   }
 
   /** The last summary now (the plugin is going away). */
   close(): void {
-    if (this.timer === null) return;
-    clearTimeout(this.timer);
-    this.summarise();
+    this.digest.close();
   }
 }
