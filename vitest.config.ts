@@ -1,5 +1,4 @@
 import { defineConfig } from "vitest/config";
-import SlowFirstSequencer from "./test/slow-first-sequencer.js";
 import SlowestFilesReporter from "./test/slowest-reporter.js";
 
 /**
@@ -32,8 +31,6 @@ export default defineConfig({
     // Tests marked concurrent (the model tests' paths, each its own child process) run two at a time.
     maxConcurrency: 2,
     reporters: ["default", new SlowestFilesReporter()],
-    // The longest files start first (test/slow-first-sequencer.ts), so none is left running alone at the end.
-    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         extends: true,
