@@ -110,6 +110,8 @@ test("records still in the batch (no flush tick yet) when the plugin goes are co
   const res = await first.api("/api/reload", { method: "POST" });
   expect(res.status).toBe(202);
   await until("reload ok", async () => (await apiJson<{ status: string }>(first, "/api/reload/status")).status === "ok");
+  // The old generation may still be draining; a query it answers is not recorded (its recorder is gone).
+  await until("old generation gone", async () => !(await apiJson<{ actors: { id: string }[] }>(first, "/api/actors")).actors.some((a) => a.id.startsWith("runtime:1")));
   await sendN(first, 4, "before-stop");
   await first.stop();
   running.splice(running.indexOf(first), 1);
