@@ -31,8 +31,8 @@ async function up(): Promise<Responder> {
 }
 
 /** Starts a Sluice that is stopped at the end unless the test stopped it already. */
-async function start(args: string, port: number): Promise<RunningSluice & { halt(): Promise<void> }> {
-  const s = await cacheSluice(args, port);
+async function start(args: string, port: number, clockShift?: { ms: number }): Promise<RunningSluice & { halt(): Promise<void> }> {
+  const s = await cacheSluice(args, port, "", clockShift);
   let stopping: Promise<void> | null = null;
   const halt = (): Promise<void> => (stopping ??= s.stop());
   cleanups.push(halt);
@@ -48,8 +48,8 @@ test("entries dumped on stop are served after a restart without asking upstream,
   expect(r.seen).toHaveLength(3);
   await first.halt();
   expect(existsSync(file)).toBe(true);
-  await sleep(1200);
-  const second = await start(args, r.port);
+  // 1.2 s of downtime: the second process's cache clock (wall time included) runs that far ahead.
+  const second = await start(args, r.port, { ms: 1200 });
   for (const n of ["one", "two", "three"]) {
     const m = await query(second.udpPort, `${n}.example`);
     expect(answerIps(m)).toEqual(["192.0.2.1"]);

@@ -206,10 +206,10 @@ export function decodeDump(data: Buffer, now: number, unixNow: number, capacity 
  * Decodes a dump as it streams in, in slices that yield to the event loop (a 200 MB dump never
  * stalls DNS): up to `capacity` live entries, most recently used first. A source that fails (an
  * upload cut short, a read error) is an InvalidDumpError; a RouteError from the source (its size
- * limit) passes through. `now` is the cache's monotonic clock.
+ * limit) passes through. `now` is the cache's monotonic clock, `unixNow` its wall clock.
  */
-export async function decodeDumpStream(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, capacity: number, slicer: Slicer, now: number): Promise<Entry[]> {
-  const d = new DumpDecoder(capacity, now, Date.now());
+export async function decodeDumpStream(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, capacity: number, slicer: Slicer, now: number, unixNow: number): Promise<Entry[]> {
+  const d = new DumpDecoder(capacity, now, unixNow);
   try {
     for await (const chunk of source) {
       const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);

@@ -161,7 +161,7 @@ export class CacheExecutor implements ExecutorPlugin {
 
   /** Stores an entry read from Redis locally (replacing any); null when it is unusable or has expired. */
   private adopt(key: KeyParts, value: Buffer): Entry | null {
-    const e = adoptShared(key, value, this.now(), Date.now());
+    const e = adoptShared(key, value, this.now(), this.unixNow());
     if (e === null) return null;
     this.stats.evicted.value += this.store.insert(e);
     this.stats.entries.value = this.store.size;
@@ -228,7 +228,7 @@ export class CacheExecutor implements ExecutorPlugin {
     s.insert.value++;
     s.entries.value = this.store.size;
     this.changes++;
-    if (this.tier !== null) shareEntry(this.tier, entry, this.now(), Date.now());
+    if (this.tier !== null) shareEntry(this.tier, entry, this.now(), this.unixNow());
     return true;
   }
 
@@ -270,6 +270,11 @@ export class CacheExecutor implements ExecutorPlugin {
   }
 
   /** Monotonic ms on the clock entries are measured by. */
+  /** Wall-clock time as the cache sees it (dumps and the shared level carry wall times), moved by the same shift. */
+  unixNow(): number {
+    return Date.now() + this.shift.ms;
+  }
+
   now(): number {
     return performance.now() + this.shift.ms;
   }
@@ -364,7 +369,7 @@ export class CacheExecutor implements ExecutorPlugin {
   }
 
   dump(): Buffer {
-    return encodeDump(this.store.byRecency(), this.now(), Date.now());
+    return encodeDump(this.store.byRecency(), this.now(), this.unixNow());
   }
 
   /**
@@ -376,7 +381,7 @@ export class CacheExecutor implements ExecutorPlugin {
   async load(source: Buffer | AsyncIterable<Uint8Array>): Promise<number> {
     const slicer = new Slicer();
     const capacity = this.store.capacity;
-    const loaded = await decodeDumpStream(Buffer.isBuffer(source) ? [source] : source, capacity, slicer, this.now());
+    const loaded = await decodeDumpStream(Buffer.isBuffer(source) ? [source] : source, capacity, slicer, this.now(), this.unixNow());
     const fresh = new LruStore(capacity, this.store.births);
     for (let i = loaded.length - 1; i >= 0; i--) {
       fresh.insert(loaded[i]);
