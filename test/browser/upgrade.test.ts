@@ -20,7 +20,7 @@ import { startCli, type RunningCli } from "../helpers/cli.js";
 import { fakeRelease, releasePrivateKeyFile, releasePublicKeyFile } from "../helpers/fake-release.js";
 import { releaseOf, signed, startReleaseHost, type ReleaseHost } from "../helpers/release-host.js";
 import { tempDir } from "../helpers/sluice.js";
-import { freePort } from "../helpers/unbound.js";
+import { freePort } from "../helpers/ports.js";
 import { startUpgradable, upgradeYaml } from "../helpers/upgrade.js";
 import { DESKTOP, launchBrowser, overflow, PHONE, tabThrough, type TestBrowser } from "./browser.js";
 

@@ -72,7 +72,7 @@ export interface ExampleOptions {
   normalize?: (output: string, command: string) => string;
   /**
    * The port every `listen: 127.0.0.1:5353` gets instead of 0 (one free for UDP and TCP: freePort() in
-   * unbound.ts), for examples whose commands reach both listeners at one address; `127.0.0.1:5353` in
+   * ports.ts), for examples whose commands reach both listeners at one address; `127.0.0.1:5353` in
    * commands becomes it too.
    */
   listenPort?: number;

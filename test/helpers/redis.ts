@@ -6,23 +6,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./ports.js";
 import { requireTool } from "./tools.js";
 
 /** Throws with the package to install when redis-server is missing (npm test installs it). */
 export function requireRedis(): void {
   requireTool("redis-server");
-}
-
-/** A port that was free a moment ago (redis-server cannot be told to pick one itself). */
-export function freePort(host = "127.0.0.1"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, host, () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function canConnect(port: number): Promise<boolean> {

@@ -2,11 +2,10 @@
 // (it cannot bind port 0: a free port is found by binding 0 and closing), answering `localData`.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import dgram from "node:dgram";
 import { writeFileSync } from "node:fs";
-import net from "node:net";
 import { join } from "node:path";
 import { buildQuery, udpExchange } from "./dns.js";
+import { freePort } from "./ports.js";
 import { requireTool } from "./tools.js";
 
 export const UNBOUND = "/usr/sbin/unbound";
@@ -15,22 +14,6 @@ export const UNBOUND = "/usr/sbin/unbound";
 export function requireUnbound(): void {
   requireTool("unbound");
   if (spawnSync(UNBOUND, ["-V"], { stdio: "ignore" }).status !== 0) throw new Error(`${UNBOUND} -V failed: is the Debian package unbound installed whole?`);
-}
-
-/** A port free for both TCP and UDP on 127.0.0.1 right now. */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const server = net.createServer();
-    const port = await new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port)));
-    const udp = dgram.createSocket("udp4");
-    const udpFree = await new Promise<boolean>((resolve) => {
-      udp.once("error", () => resolve(false));
-      udp.bind(port, "127.0.0.1", () => resolve(true));
-    });
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    if (udpFree) await new Promise<void>((resolve) => udp.close(() => resolve()));
-    if (udpFree) return port;
-  }
 }
 
 export interface UnboundServer {

@@ -16,7 +16,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { answerIps, query, rcodeOf } from "../helpers/dns.js";
 import { metricValue } from "../helpers/proc.js";
-import { freePort } from "../helpers/redis.js";
+import { freePort } from "../helpers/ports.js";
 import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
 import { tempDir } from "../helpers/sluice.js";
 import { requireTool } from "../helpers/tools.js";

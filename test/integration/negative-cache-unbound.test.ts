@@ -10,7 +10,8 @@ import { QTYPE } from "../../src/dns/constants.js";
 import type { Message } from "../../src/dns/message.js";
 import { buildQuery, query, rcodeOf, udpExchange } from "../helpers/dns.js";
 import { serversYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
-import { freePort, requireUnbound, UNBOUND } from "../helpers/unbound.js";
+import { freePort } from "../helpers/ports.js";
+import { requireUnbound, UNBOUND } from "../helpers/unbound.js";
 
 let s: RunningSluice;
 let unbound: ChildProcess;

@@ -17,7 +17,8 @@ import { startRawUpstream, type RawUpstream } from "../helpers/raw-upstream.js";
 import { deadUdpPort } from "../helpers/responder.js";
 import { closedPort } from "../helpers/probe-targets.js";
 import { tempDir } from "../helpers/sluice.js";
-import { freePort, startUnbound, type UnboundServer } from "../helpers/unbound.js";
+import { freePort } from "../helpers/ports.js";
+import { startUnbound, type UnboundServer } from "../helpers/unbound.js";
 
 interface Result {
   protocol: string;
