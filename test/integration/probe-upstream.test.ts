@@ -19,30 +19,14 @@ import { closedPort } from "../helpers/probe-targets.js";
 import { tempDir } from "../helpers/sluice.js";
 import { freePort } from "../helpers/ports.js";
 import { startUnbound, type UnboundServer } from "../helpers/unbound.js";
+import type { ProbeResult } from "../../src/probe/result.js";
 
-interface Result {
-  protocol: string;
-  url: string;
-  address: string | null;
-  answered: boolean;
-  error: string | null;
-  rcode: string | null;
-  answer_records: number | null;
-  truncated: boolean | null;
-  edns_udp_size: number | null;
-  connect_ms: number | null;
-  tls_handshake_ms: number | null;
-  tls_version: string | null;
-  alpn: string | null;
-  response_ms: number | null;
-  pipelining: { works: boolean; in_order: boolean | null; detail: string } | null;
-}
 interface Report {
   name: string;
   type: string;
   timeout_ms: number;
   answered: number;
-  results: Result[];
+  results: ProbeResult[];
 }
 
 let pki: Pki;
