@@ -2,6 +2,7 @@
 
 import type { Message } from "../dns/message.js";
 import { FLAG, QCLASS, QTYPE } from "../dns/constants.js";
+import type { ClientIdentity } from "./clients.js";
 import { parseIP, unmapIPv4 } from "../dns/ip.js";
 import { normalizeName } from "../dns/name.js";
 import { buildReply, type RecordBlock } from "../dns/reply.js";
@@ -29,6 +30,12 @@ export class DnsContext {
   readonly clientIp: string;
   readonly clientPort: number;
   readonly protocol: Protocol;
+  /** The client id a DoH client put in the path (`/dns-query/<id>`), lower-case; null when none. */
+  readonly clientId: string | null;
+  /** The TLS server name (SNI) a DoT client asked for, lower-case; null when none (or not DoT). */
+  readonly tlsServerName: string | null;
+  /** Who asked, as the runtime's `clients` provider identified it before the sequence; null when there is none or it knows nothing. */
+  client: ClientIdentity | null = null;
   /** Lower-case first question name without trailing dot ("" when there is no question). */
   qname: string;
   /** u32 marks set by `mark`, without duplicates; null until the first mark (a query has a few). */
@@ -46,13 +53,15 @@ export class DnsContext {
   private parsedClient: Uint8Array | null | undefined = undefined;
 
   /** `qname` and `questionEnd` come from the decoder when it already knows them. */
-  constructor(query: Message, queryWire: Buffer | null, clientIp: string, clientPort: number, protocol: Protocol, qname?: string, questionEnd = -1) {
+  constructor(query: Message, queryWire: Buffer | null, clientIp: string, clientPort: number, protocol: Protocol, qname?: string, questionEnd = -1, clientId: string | null = null, tlsServerName: string | null = null) {
     this.query = query;
     this.queryWire = queryWire;
     this.questionEnd = questionEnd;
     this.clientIp = clientIp;
     this.clientPort = clientPort;
     this.protocol = protocol;
+    this.clientId = clientId;
+    this.tlsServerName = tlsServerName;
     this.qname = qname ?? (query.questions.length > 0 ? normalizeName(query.questions[0].name) : "");
     this.startedAt = performance.now();
   }
@@ -107,7 +116,8 @@ export class DnsContext {
       additionals: q.additionals.slice(),
       edns: q.edns ? { ...q.edns, options: q.edns.options.slice() } : null,
     };
-    const c = new DnsContext(query, this.queryWire, this.clientIp, this.clientPort, this.protocol, this.qname, this.questionEnd);
+    const c = new DnsContext(query, this.queryWire, this.clientIp, this.clientPort, this.protocol, this.qname, this.questionEnd, this.clientId, this.tlsServerName);
+    c.client = this.client;
     c.response = this.response ? this.response.clone() : null;
     c.marks = this.marks ? this.marks.slice() : null;
     c.attrs = this.attrs ? new Map(this.attrs) : null;

@@ -52,4 +52,14 @@ export interface CheckEnv {
   isExecutorType(word: string): boolean;
   /** Null when network.outbound has a profile `name` (an `outbound` arg names one); otherwise why not. */
   outboundProblem(name: string): string | null;
+  /**
+   * The names declared in namespace `space` (`client`, `group`) and the tag of the plugin declaring
+   * them (`declares` of its definition); null when no plugin of the configuration declares any.
+   */
+  declared(space: string): DeclaredNames | null;
+}
+
+export interface DeclaredNames {
+  tag: string;
+  names: ReadonlySet<string>;
 }

@@ -36,6 +36,7 @@ import { ipset } from "./executors/sets/ipset.js";
 import { nftset } from "./executors/sets/nftset.js";
 import { anyMatch } from "./matchers/any-match.js";
 import { clientIpMatcher } from "./matchers/client-ip.js";
+import { clientMatcher } from "./matchers/client.js";
 import { cnameMatcher } from "./matchers/cname.js";
 import { falseMatcher, trueMatcher } from "./matchers/constant.js";
 import { hasRespMatcher } from "./matchers/has-resp.js";
@@ -55,6 +56,7 @@ import { stringExpMatcher } from "./matchers/string-exp.js";
 import { adguardRule } from "./providers/adguard-rule.js";
 import { domainSet } from "./providers/domain-set.js";
 import { dynamicDomainSet } from "./providers/dynamic-domain-set/index.js";
+import { clientsProvider } from "./providers/clients/index.js";
 import { geoip } from "./providers/geoip.js";
 import { geosite } from "./providers/geosite.js";
 import { ipSet } from "./providers/ip-set.js";
@@ -120,6 +122,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   qnameMatcher,
   cnameMatcher,
   clientIpMatcher,
+  clientMatcher,
   respIpMatcher,
   ptrIpMatcher,
   hasWantedAnsMatcher,
@@ -131,6 +134,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   // providers
   domainSet,
   dynamicDomainSet,
+  clientsProvider,
   ipSet,
   geosite,
   geoip,

@@ -8,6 +8,7 @@ import { unknownOutbound } from "../config/network.js";
 import type { PluginConfig, SluiceConfig } from "../config/load.js";
 import { callDepthProblems } from "./call-depth.js";
 import type { Catalog } from "./catalog.js";
+import type { DeclaredNames } from "../engine/plugin-args.js";
 import { ArgError, type AnyDefinition, type ArgProblem, type CheckEnv, type DependencySpec, type PluginKind } from "./types.js";
 
 export interface ResolvedPlugin {
@@ -66,12 +67,39 @@ export function resolveArgs(def: AnyDefinition, raw: unknown, env: CheckEnv): { 
   return { args, problems, keyPaths };
 }
 
+/** What each namespace's declaring plugin declares (`declares` of its definition), first plugin per namespace. */
+export function collectDeclared(plugins: readonly { tag: string; def: AnyDefinition; args: unknown }[]): Map<string, DeclaredNames> {
+  const spaces = new Map<string, DeclaredNames>();
+  for (const p of plugins) {
+    if (!p.def.declares) continue;
+    for (const [space, names] of Object.entries(p.def.declares(p.args))) if (!spaces.has(space)) spaces.set(space, { tag: p.tag, names: new Set(names) });
+  }
+  return spaces;
+}
+
 class Analyzer implements CheckEnv {
   readonly problems: Diagnostic[] = [];
+  private names = new Map<string, DeclaredNames>();
   constructor(
     private readonly catalog: Catalog,
     private readonly outbound: SluiceConfig["outbound"],
   ) {}
+
+  declared(space: string): DeclaredNames | null {
+    return this.names.get(space) ?? null;
+  }
+
+  /** Reads the names declaring plugins declare, before any plugin's check may ask for them (a plugin with bad args declares nothing). */
+  collectNames(plugins: readonly PluginConfig[]): void {
+    const declaring: { tag: string; def: AnyDefinition; args: unknown }[] = [];
+    for (const p of plugins) {
+      const found = this.lookup(p.type);
+      if (!("def" in found) || !found.def.declares) continue;
+      const r = resolveArgs(found.def, p.args, this);
+      if (r.problems.length === 0) declaring.push({ tag: p.tag, def: found.def, args: r.args });
+    }
+    this.names = collectDeclared(declaring);
+  }
 
   outboundProblem(name: string): string | null {
     return outboundProblem(name, this.outbound);
@@ -126,6 +154,8 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
   const byTag = new Map<string, ResolvedPlugin>();
   const resolved: ResolvedPlugin[] = [];
   const firstSeen = new Map<string, PluginConfig>();
+  const runtimeWide = new Map<string, PluginConfig>();
+  a.collectNames(config.plugins);
 
   for (const p of config.plugins) {
     if (p.tag.startsWith(QUICK_SETUP_PREFIX)) a.report(p, ["tag"], `tags starting with '${QUICK_SETUP_PREFIX}' are reserved for quick-setup instances`);
@@ -141,6 +171,15 @@ export function analyzeConfig(config: SluiceConfig, catalog: Catalog): Analysis 
     if ("error" in found) {
       a.report(p, ["type"], found.error);
       continue;
+    }
+    if (found.def.runtimeWide === true) {
+      const other = runtimeWide.get(p.type);
+      if (other) {
+        const where = other.source.locate(other.path, "");
+        a.report(p, ["type"], `a configuration has one '${p.type}' plugin (the first is '${other.tag}' at ${where.file ?? "<config>"}:${where.line}:${where.column})`);
+        continue;
+      }
+      runtimeWide.set(p.type, p);
     }
     const r = resolveArgs(found.def, p.args, a);
     if (r.problems.length > 0) {
@@ -275,10 +314,10 @@ function findCycle(plugins: ResolvedPlugin[], done: Set<string>): string[] {
   return [...edges.keys()].filter((t) => !done.has(t));
 }
 
-/** Servers, executors and matchers are live; providers only when a live plugin reaches them. */
+/** Servers, executors, matchers and runtime-wide providers are live; other providers only when a live plugin reaches them. */
 function liveSet(plugins: ResolvedPlugin[], byTag: Map<string, ResolvedPlugin>): Set<string> {
   const live = new Set<string>();
-  const pending = plugins.filter((p) => p.def.kind !== "provider").map((p) => p.config.tag);
+  const pending = plugins.filter((p) => p.def.kind !== "provider" || p.def.runtimeWide === true).map((p) => p.config.tag);
   while (pending.length > 0) {
     const tag = pending.pop() as string;
     if (live.has(tag)) continue;

@@ -21,6 +21,8 @@ export const modeValue = (mode: MatcherMode): number => MATCHER_MODES.indexOf(mo
 
 export class MatcherModes {
   private readonly cells = new Map<string, MatcherModeCell>();
+  /** Matchers a group pause turns off (the `clients` provider's `pause`): false for a paused client, before mode and negation. */
+  pausable: ReadonlySet<string> = new Set();
 
   /** The cell of a declared matcher (created on first use). */
   cell(tag: string): MatcherModeCell {
@@ -35,6 +37,10 @@ export class MatcherModes {
   /** A reference to a declared matcher as a sequence sees it: mode first, then negation. */
   wrap(tag: string, matcher: Matcher, negate: boolean): Matcher {
     const cell = this.cell(tag);
+    if (this.pausable.has(tag)) {
+      const moded = (ctx: DnsContext): boolean => (ctx.client !== null && ctx.client.paused ? false : cell.value === NORMAL ? matcher.match(ctx) : cell.value === ALWAYS_TRUE);
+      return negate ? { match: (ctx: DnsContext) => !moded(ctx) } : { match: moded };
+    }
     if (negate) return { match: (ctx: DnsContext) => !(cell.value === NORMAL ? matcher.match(ctx) : cell.value === ALWAYS_TRUE) };
     return { match: (ctx: DnsContext) => (cell.value === NORMAL ? matcher.match(ctx) : cell.value === ALWAYS_TRUE) };
   }

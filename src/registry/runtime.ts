@@ -11,12 +11,14 @@ import { renderPath } from "../config/diagnostics.js";
 import type { Executor, Matcher } from "../engine/types.js";
 import { openOutbound } from "../engine/upstream/outbound.js";
 import type { Outbound } from "../net/outbound.js";
-import { outboundProblem, resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
+import type { ClientDirectory } from "../engine/clients.js";
+import type { DeclaredNames } from "../engine/plugin-args.js";
+import { collectDeclared, outboundProblem, resolveArgs, splitQuickSetup, type Analysis, type ResolvedPlugin } from "./analyze.js";
 import type { Catalog } from "./catalog.js";
 import type { Concern, ConcernEnv } from "./control.js";
 import { MatcherModes } from "./matcher-mode.js";
 import type { Services } from "./services.js";
-import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type EncryptedEndpoint, type PluginKind, type ServerPlugin } from "./types.js";
+import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type EncryptedEndpoint, type PluginKind, type ProviderPlugin, type ServerPlugin } from "./types.js";
 
 export interface LivePlugin {
   tag: string;
@@ -62,6 +64,7 @@ export class Runtime {
   private started = false;
   /** The egress profiles plugins asked for (ctx.outbound), made once per runtime. */
   private readonly outbounds = new Map<string, Outbound>();
+  private declaredNames: Map<string, DeclaredNames> | null = null;
 
   constructor(
     /** The configuration this runtime was built from. */
@@ -74,6 +77,13 @@ export class Runtime {
     for (const tag of analysis.skipped) {
       services.log.warn({ target: "registry", plugin: tag }, "skipped provider initialization: no live plugin uses it");
     }
+    this.modes.pausable = this.names().get("pausable_matcher")?.names ?? new Set();
+  }
+
+  /** What the configuration's declaring plugins declare (`client`, `group`, `pausable_matcher`). */
+  private names(): Map<string, DeclaredNames> {
+    this.declaredNames ??= collectDeclared(this.analysis.plugins.map((p) => ({ tag: p.config.tag, def: p.def, args: p.args })));
+    return this.declaredNames;
   }
 
   /** Tags in creation order (dependencies first); destroyed in reverse. */
@@ -195,7 +205,17 @@ export class Runtime {
       control: (t) => this.controls(t),
       encryptedEndpoints: () => (this.started ? this.encryptedEndpoints() : null),
       outbound: (name) => this.outbound(name),
+      clients: () => this.clientDirectory(),
     };
+  }
+
+  /** The directory of the runtime-wide provider that identifies clients, if one is live. */
+  private clientDirectory(): ClientDirectory | null {
+    for (const live of this.plugins.values()) {
+      const directory = live.kind === "provider" ? (live.instance as ProviderPlugin).directory : undefined;
+      if (directory) return directory;
+    }
+    return null;
   }
 
   private encryptedEndpoints(): EncryptedEndpoint[] {
@@ -228,7 +248,13 @@ export class Runtime {
 
   /** Quick-setup args were fully checked during analysis; nothing nests further here. */
   private checkEnv(): CheckEnv {
-    return { quickSetup: () => ({ problems: [], deps: [] }), isExecutorType: (word) => this.isExecutorType(word), outboundProblem: (name) => outboundProblem(name, this.config.outbound) };
+    const names = this.names();
+    return {
+      quickSetup: () => ({ problems: [], deps: [] }),
+      isExecutorType: (word) => this.isExecutorType(word),
+      outboundProblem: (name) => outboundProblem(name, this.config.outbound),
+      declared: (space) => names.get(space) ?? null,
+    };
   }
 
   private get(tag: string, kind: PluginKind): AnyPlugin {

@@ -3,6 +3,7 @@
 
 import type { Logger } from "pino";
 import type { Question } from "../dns/message.js";
+import type { ClientDirectory } from "../engine/clients.js";
 import type { ArgProblem, CheckEnv, DependencySpec, PluginKind } from "../engine/plugin-args.js";
 import type { DomainProvider, Executor, IpProvider, Matcher } from "../engine/types.js";
 import type { Outbound } from "../net/outbound.js";
@@ -29,6 +30,8 @@ export interface ProviderPlugin extends Lifecycle, Partial<DomainProvider>, Part
   readonly rules?: number;
   /** Whole-question matching (name, and type where the provider's rules can say so); used by `question`. */
   containsQuestion?(q: Question): boolean;
+  /** Identifies each query's client (the `clients` provider); servers call it before the sequence. */
+  readonly directory?: ClientDirectory;
 }
 export interface ServerPlugin extends Lifecycle {
   /** Begin answering; called once the whole runtime is ready. */
@@ -97,6 +100,11 @@ export interface CreateContext {
    * `name` is null or undefined. A plugin arg naming a profile is checked with `env.outboundProblem`.
    */
   outbound(name: string | null | undefined): Outbound;
+  /**
+   * The runtime's client directory (its `clients` provider), or null when it declares none. Servers
+   * ask when they start, once every plugin exists.
+   */
+  clients(): ClientDirectory | null;
 }
 
 /** Asks a plugin's concern actor to do something and waits for the outcome. */
@@ -127,6 +135,16 @@ export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginK
    * fetching missing files) makes what other plugins read when they are created.
    */
   readonly createdFirst?: boolean;
+  /**
+   * A provider the whole runtime uses without a reference (the `clients` directory): created even
+   * when no plugin names it, and declared at most once per configuration.
+   */
+  readonly runtimeWide?: boolean;
+  /**
+   * Names this plugin declares for others to use, by namespace (`client`, `group`): a check of another
+   * plugin reads them through `env.declared(space)`.
+   */
+  declares?(args: Args): Record<string, readonly string[]>;
   create(args: Args, ctx: CreateContext): I | Promise<I>;
   /** The instance's control plane: a concern actor (its machine) and API routes. */
   readonly control?: PluginControl<I>;

@@ -10,6 +10,7 @@ import type { Readable } from "node:stream";
 export const DOH_ERROR_STATUS = {
   bad_dns_query: 400,
   invalid_query: 400,
+  invalid_client_id: 400,
   not_found: 404,
   method_not_allowed: 405,
   body_too_large: 413,

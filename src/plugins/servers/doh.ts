@@ -8,6 +8,7 @@
 import { isIPv4, isIPv6 } from "node:net";
 import { freshnessTtl } from "../../dns/view.js";
 import { isPromise } from "../../engine/types.js";
+import { clientIdOf } from "../../engine/clients.js";
 import { sendError, type DohExchange } from "./doh-exchange.js";
 import { parseJsonQuery, renderJson } from "./doh-json.js";
 import type { IpPrefixSet } from "../../engine/rules/ip.js";
@@ -139,23 +140,32 @@ export class DohService {
   readonly serve = (ex: DohExchange): void => {
     const url = ex.url;
     const q = url.indexOf("?");
-    const route = this.routes.get(q < 0 ? url : url.slice(0, q));
-    if (!route) return sendError(ex, "not_found", `no DoH endpoint at ${q < 0 ? url : url.slice(0, q)}`);
+    const path = q < 0 ? url : url.slice(0, q);
+    let route = this.routes.get(path);
+    let clientId: string | null = null;
+    if (!route) {
+      // `<entry path>/<client id>`: the entry's pipeline, with the id for the clients provider.
+      const slash = path.lastIndexOf("/");
+      route = slash > 0 ? this.routes.get(path.slice(0, slash)) : undefined;
+      if (!route) return sendError(ex, "not_found", `no DoH endpoint at ${path}`);
+      clientId = clientIdOf(path.slice(slash + 1));
+      if (clientId === null) return sendError(ex, "invalid_client_id", `'${path.slice(slash + 1)}' is not a client id (one DNS label: letters, digits, inner hyphens, at most 63)`);
+    }
     const handler = route.handler;
     const method = ex.method;
     if (method === "GET") {
       const param = q < 0 ? null : dnsParam(url.slice(q + 1));
-      if (param === null && route.json) return this.json(ex, handler, q < 0 ? "" : url.slice(q + 1));
+      if (param === null && route.json) return this.json(ex, handler, q < 0 ? "" : url.slice(q + 1), clientId);
       if (param === null) return sendError(ex, "bad_dns_query", "GET needs a dns parameter (RFC 8484: ?dns=<base64url DNS message>)");
       const raw = decodeDnsParam(param);
       if (raw === null) return sendError(ex, "bad_dns_query", "the dns parameter is not base64url (A-Z a-z 0-9 - _, no padding)");
-      return this.answer(ex, handler, raw);
+      return this.answer(ex, handler, raw, clientId);
     }
-    if (method === "POST") return this.post(ex, handler);
+    if (method === "POST") return this.post(ex, handler, clientId);
     sendError(ex, "method_not_allowed", `${method} is not a DoH method (GET or POST)`);
   };
 
-  private post(ex: DohExchange, handler: QueryHandler): void {
+  private post(ex: DohExchange, handler: QueryHandler, clientId: string | null): void {
     const type = mediaType(ex.header("content-type"));
     if (type !== DNS_MESSAGE) return sendError(ex, "unsupported_media_type", `POST needs content-type ${DNS_MESSAGE}, not '${type}'`, true);
     const declared = ex.header("content-length");
@@ -176,7 +186,7 @@ export class DohService {
     body.once("end", () => {
       if (refused) return;
       if (size === 0) return sendError(ex, "bad_dns_query", "the POST body is empty");
-      this.answer(ex, handler, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      this.answer(ex, handler, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size), clientId);
     });
     body.on("error", () => {
       refused = true;
@@ -184,13 +194,13 @@ export class DohService {
   }
 
   /** A JSON API request: `?name=&type=` (and `do`, `cd`, `ct`) asked through the same pipeline. */
-  private json(ex: DohExchange, handler: QueryHandler, query: string): void {
+  private json(ex: DohExchange, handler: QueryHandler, query: string, clientId: string | null): void {
     const parsed = parseJsonQuery(query, ex.header("accept"));
     if (typeof parsed === "string") return sendError(ex, "invalid_query", parsed);
-    this.answer(ex, handler, parsed.wire, parsed.contentType === DNS_MESSAGE ? undefined : parsed);
+    this.answer(ex, handler, parsed.wire, clientId, parsed.contentType === DNS_MESSAGE ? undefined : parsed);
   }
 
-  private answer(ex: DohExchange, handler: QueryHandler, raw: Buffer, json?: JsonAnswer): void {
+  private answer(ex: DohExchange, handler: QueryHandler, raw: Buffer, clientId: string | null, json?: JsonAnswer): void {
     let ip = ex.remoteAddress;
     let port = ex.remotePort;
     const policy = this.clientHeader;
@@ -203,7 +213,7 @@ export class DohService {
         if (client.port !== null) port = client.port;
       }
     }
-    const answer = handler.handle(raw, ip, port);
+    const answer = handler.handle(raw, ip, port, clientId);
     if (isPromise(answer)) void answer.then((a) => sendAnswer(ex, a, json));
     else sendAnswer(ex, answer, json);
   }

@@ -10,6 +10,7 @@ import { encodeMessage, replyTo } from "../../dns/message.js";
 import { decodeQuery, MAX_QUERY_BYTES, type DecodedQuery } from "../../dns/query.js";
 import type { DnsResponse } from "../../dns/response.js";
 import { fitUdp, setId, udpLimit } from "../../dns/view.js";
+import type { ClientDirectory } from "../../engine/clients.js";
 import { DnsContext, type Protocol } from "../../engine/context.js";
 import { isPromise, Step, type Executor } from "../../engine/types.js";
 import { DNS_DURATION_BUCKETS, type Cell, type MetricsHub, type Observer } from "../../observability/metrics.js";
@@ -54,6 +55,8 @@ export type Answer = Buffer | null;
 export class QueryHandler {
   /** This handler's own count; the gauge is shared with a successor built by a reload. */
   private pending = 0;
+  /** The runtime's `clients` provider, set when the server starts (null: none declared). */
+  clients: ClientDirectory | null = null;
 
   /** `maxUdpSize` caps UDP answers whatever size the client advertises (ignored over TCP). */
   constructor(
@@ -69,7 +72,8 @@ export class QueryHandler {
     return this.pending;
   }
 
-  handle(raw: Buffer, clientIp: string, clientPort: number): Answer | Promise<Answer> {
+  /** `clientId`: a DoH path's client id; `tlsServerName`: a DoT client's SNI (both lower-case, for the `clients` provider). */
+  handle(raw: Buffer, clientIp: string, clientPort: number, clientId: string | null = null, tlsServerName: string | null = null): Answer | Promise<Answer> {
     if (raw.length < 12 || (raw[2] & 0x80) !== 0) return null;
     // Checked here as well as in the decoder: no exception to build for an oversized packet.
     if (raw.length > MAX_QUERY_BYTES) {
@@ -97,9 +101,10 @@ export class QueryHandler {
     this.stats.requests.value++;
     this.stats.inflight.value++;
     this.pending++;
-    const ctx = new DnsContext(query, raw, clientIp, clientPort, this.protocol, decoded.qname, decoded.questionEnd);
+    const ctx = new DnsContext(query, raw, clientIp, clientPort, this.protocol, decoded.qname, decoded.questionEnd, clientId, tlsServerName);
     let result;
     try {
+      if (this.clients !== null) ctx.client = this.clients.identify(ctx);
       result = this.entry.execute(ctx, null);
     } catch (err) {
       return this.failed(ctx, err, limit);

@@ -137,6 +137,8 @@ export const httpServer = definePlugin<HttpServerArgs, "server">({
       address: () => ({ protocol: "doh", ...listener.address() }),
       encrypted: () => (secure ? { tag: ctx.tag, protocol: "doh", ...listener.address(), path: args.entries[0].path } : null),
       start() {
+        const clients = ctx.clients();
+        for (const route of routes.values()) route.handler.clients = clients;
         listener.configure(limits);
         listener.useStats(connStats);
         listener.tls = secure;

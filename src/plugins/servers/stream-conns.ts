@@ -7,6 +7,7 @@
 // connection ends: the listener's sockets allow half-open connections.
 
 import type net from "node:net";
+import type tls from "node:tls";
 import type { Cell } from "../../observability/metrics.js";
 import { detachedStats, MAX_INFLIGHT, UNSENT_CLOSE_BYTES, UNSENT_PAUSE_BYTES, type Remote, type StreamHandler, type StreamLimits, type StreamStats } from "./stream-limits.js";
 
@@ -33,7 +34,9 @@ class Conn {
   /** Bytes of an oversized frame still to discard. */
   private skip = 0;
   private pumping = false;
-  private readonly remote: Remote;
+  private remote: Remote;
+  /** The TLS server name has been read into `remote` (after the handshake, at the first query). */
+  private named = false;
 
   constructor(
     private readonly table: StreamConnections,
@@ -191,6 +194,11 @@ class Conn {
   }
 
   private dispatch(query: Buffer, oversized: boolean): void {
+    if (!this.named) {
+      this.named = true;
+      const name = (this.socket as Partial<tls.TLSSocket>).servername;
+      if (typeof name === "string" && name !== "") this.remote = { ...this.remote, serverName: name.toLowerCase() };
+    }
     this.inflight++;
     let answered = false;
     this.table.handler(

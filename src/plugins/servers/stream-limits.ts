@@ -7,6 +7,8 @@ import type { Cell, MetricsHub } from "../../observability/metrics.js";
 export interface Remote {
   address: string;
   port: number;
+  /** The TLS server name (SNI) the client asked for, lower-case; absent over plain TCP or without SNI. */
+  serverName?: string;
 }
 
 /**

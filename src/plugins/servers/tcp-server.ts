@@ -72,7 +72,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
     const listener = await ctx.services.listeners.claim(TCP, parseListen(args.listen), ctx.owner);
     const limits = { maxConns: args.max_conns, idleMs: parseDuration(args.idle_timeout), frameMs: parseDuration(args.frame_timeout), maxFrame: MAX_QUERY_BYTES };
     const onQuery: TcpHandler = (query, remote, reply, oversized) => {
-      const answer = oversized ? handler.tooLarge(query) : handler.handle(query, remote.address, remote.port);
+      const answer = oversized ? handler.tooLarge(query) : handler.handle(query, remote.address, remote.port, null, remote.serverName ?? null);
       if (answer === null) reply(EMPTY);
       else if (isPromise(answer)) void answer.then((a) => reply(a ?? EMPTY));
       else reply(answer);
@@ -81,6 +81,7 @@ export const tcpServer = definePlugin<TcpServerArgs, "server">({
       address: () => ({ protocol, ...listener.address() }),
       encrypted: () => (secure ? { tag: ctx.tag, protocol: "dot", ...listener.address() } : null),
       start() {
+        handler.clients = ctx.clients();
         listener.connections.configure(limits);
         listener.connections.useStats(stats);
         listener.tls = secure;

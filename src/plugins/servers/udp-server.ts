@@ -56,6 +56,7 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
     return {
       address: () => ({ protocol: "udp", ...listener.address() }),
       start() {
+        handler.clients = ctx.clients();
         listener.handler = onMessage;
         const a = listener.address();
         ctx.log.info({ protocol: "udp", address: a.address, port: a.port }, "udp server listening");

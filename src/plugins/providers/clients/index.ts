@@ -1,0 +1,32 @@
+// `clients`: names the devices that ask and groups them. Each query's client is identified once,
+// before the sequence (src/plugins/servers/handle.ts), from its address or CIDR, its MAC (kernel
+// neighbour table, or the EDNS option dnsmasq adds), a DoH path id, a DoT server-name id, or the
+// ECS address a trusted forwarder sends; `client <name|group>` matches on it, the query recorder
+// keeps the name and groups, and a group pause turns the `pause` matchers off for that group.
+// See docs/plugins.md#clients.
+
+import { definePlugin } from "../../../registry/types.js";
+import { checkClients, clientsDeclare, clientsDependencies, clientsSchema, type ClientsArgs } from "./args.js";
+import { Directory } from "./directory.js";
+
+export interface ClientsPlugin {
+  readonly directory: Directory;
+}
+
+export const clientsProvider = definePlugin<ClientsArgs, "provider", ClientsPlugin>({
+  type: "clients",
+  kind: "provider",
+  feature: "core",
+  summary: "Named clients and groups: identifies who asks (address, MAC, DoH/DoT client id, trusted ECS) for `client` and the records.",
+  schema: clientsSchema,
+  runtimeWide: true,
+  check: checkClients,
+  dependencies: clientsDependencies,
+  declares: clientsDeclare,
+  create(args, ctx) {
+    const shift = ctx.services.clockShift;
+    const counter = ctx.services.metrics.counter("client_group_queries_total", "Queries by client group (a client in two groups counts in both)", ["plugin_tag", "group"]);
+    const directory = new Directory(args, { now: () => Date.now() + shift.ms, groupCell: (group) => counter({ plugin_tag: ctx.tag, group }) });
+    return { directory };
+  },
+});
