@@ -1,6 +1,6 @@
 // The dashboard shell: sign-in gate, header with navigation, and the page for the current route.
-// Pages that need an optional part of the server (a query recorder, cron, downloads) are listed only
-// when GET /api/plugins shows a plugin serving their routes.
+// Pages that need an optional part of the server (a query recorder, the clients provider, cron,
+// downloads) are listed only when GET /api/plugins shows a plugin serving their routes.
 
 import type { ComponentChildren } from "preact";
 import { useSignal } from "@preact/signals";
@@ -9,6 +9,7 @@ import { authState, authUsed, errorText, probe, signOut } from "./api";
 import { Notice } from "./components/ui";
 import { capabilities, loadCapabilities, type PluginInfo } from "./features";
 import { href, route } from "./router";
+import { ClientsPage } from "./pages/clients";
 import { ConfigPage } from "./pages/config";
 import { JobsPage } from "./pages/jobs";
 import { LogsPage } from "./pages/logs";
@@ -29,6 +30,7 @@ interface Page {
 const PAGES: Page[] = [
   { id: "overview", title: "Overview", sources: () => capabilities.value.overview, render: () => <OverviewPage sources={capabilities.value.overview} /> },
   { id: "queries", title: "Query log", sources: () => capabilities.value.records, render: () => <QueriesPage sources={capabilities.value.records} /> },
+  { id: "clients", title: "Clients", sources: () => capabilities.value.clients, render: () => <ClientsPage sources={capabilities.value.clients} /> },
   { id: "logs", title: "Logs", sources: () => null, render: () => <LogsPage /> },
   { id: "plugins", title: "Plugins", sources: () => null, render: () => <PluginsPage /> },
   { id: "config", title: "Configuration", sources: () => null, render: () => <ConfigPage /> },

@@ -32,6 +32,8 @@ export const capabilities = computed(() => ({
   // Cron jobs and downloads (the Cron & downloads page, and their cards on the Plugins page).
   cron: servingAny("GET", "jobs/status"),
   downloads: servingAny("GET", "downloads"),
+  // The Clients page, names and group filters: the runtime's `clients` provider (at most one per configuration).
+  clients: servingAny("GET", "clients"),
   // Upgrade check/apply (the System page's Upgrade card), only in builds with the upgrade feature.
   upgrade: apiPaths.value.has("/api/upgrade/status"),
 }));

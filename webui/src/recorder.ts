@@ -13,6 +13,10 @@ export type { Distribution, FullRecord, Latency, PluginRow, RecordPage, RecordRo
 export interface Filters {
   qname: string;
   client_ip: string;
+  /** The client's name (the `clients` provider's), exact. */
+  client_name: string;
+  /** One of the client's groups, exact. */
+  group: string;
   qtype: string;
   rcode: string;
   status: "" | "all" | "error" | "has_response" | "no_response";
@@ -21,7 +25,7 @@ export interface Filters {
   until_ms: string;
 }
 
-export const NO_FILTERS: Filters = { qname: "", client_ip: "", qtype: "", rcode: "", status: "", matcher_tag: "", since_ms: "", until_ms: "" };
+export const NO_FILTERS: Filters = { qname: "", client_ip: "", client_name: "", group: "", qtype: "", rcode: "", status: "", matcher_tag: "", since_ms: "", until_ms: "" };
 
 /** `a=1&b=2` of the filters that are set, plus `extra`. */
 export function query(filters: Partial<Filters>, extra: Record<string, string | number> = {}): string {
@@ -51,7 +55,7 @@ const text = (v: string): string => v.trim().toLowerCase();
 
 /**
  * Whether a record from the live stream passes the filters, as the server would filter it: substrings
- * of names and client, exact type and rcode (with the `_ERROR`/`_NO_RESPONSE` buckets), status, time
+ * of names and client address, exact client name and group, exact type and rcode (with the `_ERROR`/`_NO_RESPONSE` buckets), status, time
  * range, and a matcher that matched. A record the server would refuse to filter on (a bad value) passes.
  */
 export function passes(full: FullRecord, f: Filters): boolean {
@@ -59,6 +63,8 @@ export function passes(full: FullRecord, f: Filters): boolean {
   const name = text(f.qname).replace(/\.$/, "");
   if (name && !r.questions_json.some((q) => q.name.toLowerCase().includes(name))) return false;
   if (f.client_ip.trim() && !r.client_ip.toLowerCase().includes(text(f.client_ip))) return false;
+  if (f.client_name.trim() && clientName(r) !== f.client_name.trim()) return false;
+  if (f.group.trim() && !clientGroups(r).includes(f.group.trim())) return false;
   if (f.qtype.trim()) {
     const want = text(f.qtype);
     const first = r.questions_json[0]?.qtype.toLowerCase() ?? "";
@@ -79,3 +85,9 @@ export function passes(full: FullRecord, f: Filters): boolean {
 
 /** The rcode to show for a record: the mnemonic, or why there is none. */
 export const outcomeText = (r: RecordRow): string => (r.error !== null ? "error" : r.has_response ? (r.rcode ?? "—") : "no response");
+
+/** The name of the record's client (the `clients` provider's), or null when it had none. */
+export const clientName = (r: RecordRow): string | null => (typeof r.client_name === "string" ? r.client_name : null);
+
+/** The groups of the record's client. */
+export const clientGroups = (r: RecordRow): string[] => (Array.isArray(r.client_groups) ? r.client_groups.filter((g): g is string => typeof g === "string") : []);

@@ -76,3 +76,52 @@ export type PluginRow = PluginStats["rows"][number];
 export type Latency = FromSchema<typeof recorder.latencySchema>;
 export type Timeseries = FromSchema<typeof recorder.timeseriesSchema>;
 export type TimePoint = Timeseries["points"][number];
+
+// Clients provider (GET/POST clients, PUT/DELETE clients/<name>, GET groups, POST/DELETE groups/<group>/pause).
+// Written from the routes' agreed shapes until their schema file exists.
+export interface SeenInfo {
+  address: string;
+  mac: string | null;
+  id: string | null;
+  hostname: string | null;
+  first_seen_ms: number;
+  last_seen_ms: number;
+  queries: number;
+}
+export interface SeenClient extends SeenInfo {
+  key: string;
+}
+export interface NamedClient {
+  name: string;
+  source: "config" | "api";
+  addresses: string[];
+  macs: string[];
+  ids: string[];
+  groups: string[];
+  seen: SeenInfo | null;
+}
+export interface ClientGroup {
+  name: string;
+  addresses: string[];
+  members: string[];
+  paused_until_ms: number | null;
+}
+export interface ClientsAnswer {
+  ok: boolean;
+  clients: NamedClient[];
+  seen: SeenClient[];
+  groups: ClientGroup[];
+}
+export interface GroupsAnswer {
+  ok: boolean;
+  groups: ClientGroup[];
+}
+export interface NamedClientAnswer {
+  ok: boolean;
+  client: NamedClient;
+}
+export interface GroupPaused {
+  ok: boolean;
+  group: string;
+  paused_until_ms: number | null;
+}

@@ -1,13 +1,15 @@
 // Overview: what the DNS service did over a time range, from a query recorder's stats routes —
 // queries over time, answered/blocked/failed shares, top clients and domains, rcode and qtype
 // distributions, latency percentiles and histogram. A client and a domain filter apply to every
-// panel (they are the routes' client_ip and qname parameters), and every figure links to the
-// Query log with the same filters.
+// panel (they are the routes' client_ip and qname parameters; with a `clients` provider also
+// client_name and group), and every figure links to the Query log with the same filters. A client
+// the provider named shows by its name among the top clients, with its address on hover.
 
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
 import { errorText } from "../api";
 import { BarList, ShareBar, type Part } from "../components/bars";
+import { ClientFilterFields } from "../components/client-filters";
 import { Chart } from "../components/chart";
 import { useEvery } from "../components/every";
 import { RecorderSelect } from "../components/recorder-select";
@@ -52,7 +54,16 @@ function bucketLabel(i: number, edges: (number | null)[]): string {
   return lo === null || lo === undefined ? `< ${hi} ms` : `${lo}–${hi} ms`;
 }
 
-async function load(tag: string, win: Window, filter: Pick<Filters, "qname" | "client_ip">, blockedBy: string): Promise<Data> {
+/** The filter every panel applies. */
+type PanelFilter = Pick<Filters, "qname" | "client_ip" | "client_name" | "group">;
+type PickWhat = "client_ip" | "client_name" | "qname";
+
+const NO_FILTER: PanelFilter = { client_ip: "", client_name: "", group: "", qname: "" };
+
+/** A top-clients row's name, when the clients provider named that client. */
+const nameOf = (row: Distribution["rows"][number]): string | null => ("client_name" in row && typeof row.client_name === "string" ? row.client_name : null);
+
+async function load(tag: string, win: Window, filter: PanelFilter, blockedBy: string): Promise<Data> {
   const base = { ...filter, since_ms: String(win.sinceMs), until_ms: String(win.untilMs) };
   const get = <T,>(sub: string, extra: Record<string, string | number> = {}): Promise<T> => recorderGet<T>(tag, sub, query(base, extra));
   const blockedMatcher = blockedBy.startsWith("matcher:") ? blockedBy.slice("matcher:".length) : null;
@@ -88,7 +99,38 @@ function shares(d: Data): { parts: Part[]; total: number } {
   };
 }
 
-function Panels({ d, pick, log }: { d: Data; pick: (what: "client_ip" | "qname", key: string) => void; log: (extra: Record<string, string>) => string }) {
+/** "from client annas-phone, in group kids and for names containing “ads”". */
+function filterText(f: PanelFilter): string {
+  const parts = [
+    f.client_ip && `from addresses containing “${f.client_ip}”`,
+    f.client_name && `from client ${f.client_name}`,
+    f.group && `from clients in group ${f.group}`,
+    f.qname && `for names containing “${f.qname}”`,
+  ].filter((p) => p !== "");
+  return parts.length < 2 ? parts.join("") : `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`;
+}
+
+function TopClients({ rows, pick }: { rows: Distribution["rows"]; pick: (what: PickWhat, key: string) => void }) {
+  const names = new Map(rows.map((r) => [r.key, nameOf(r)]));
+  return (
+    <BarList
+      testId="top-clients"
+      rows={rows.map((r) => {
+        const name = names.get(r.key) ?? null;
+        return name === null ? r : { ...r, label: <span class="client-name" title={r.key} data-name={name}>{name}</span> };
+      })}
+      // A named client is picked by its name (it may ask from several addresses), the others by address.
+      onPick={(k) => {
+        const name = names.get(k) ?? null;
+        if (name === null) pick("client_ip", k);
+        else pick("client_name", name);
+      }}
+      pickLabel="Filter every panel by client"
+    />
+  );
+}
+
+function Panels({ d, pick, log }: { d: Data; pick: (what: PickWhat, key: string) => void; log: (extra: Record<string, string>) => string }) {
   const s = shares(d);
   const xs = d.series.points.map((p) => p.bucket_ms / 1000);
   const edges = d.latency.histogram.map((h) => h.lt_ms);
@@ -149,7 +191,7 @@ function Panels({ d, pick, log }: { d: Data; pick: (what: "client_ip" | "qname",
       <div class="cards wide-gap">
         <article class="card" aria-labelledby="ov-clients">
           <h2 id="ov-clients">Top clients</h2>
-          <BarList testId="top-clients" rows={d.clients.rows} onPick={(k) => pick("client_ip", k)} pickLabel="Filter every panel by client" />
+          <TopClients rows={d.clients.rows} pick={pick} />
         </article>
         <article class="card" aria-labelledby="ov-domains">
           <h2 id="ov-domains">Top domains</h2>
@@ -214,10 +256,9 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
   const preset = useSignal<Preset>("1h");
   const customSince = useSignal(localInput(Date.now() - 3_600_000));
   const customUntil = useSignal("");
-  const client = useSignal("");
-  const domain = useSignal("");
-  // The filter in force (the inputs apply on submit, not on each keystroke).
-  const filter = useSignal({ client_ip: "", qname: "" });
+  // The inputs; the filter in force (they apply on submit, not on each keystroke).
+  const form = useSignal<PanelFilter>(NO_FILTER);
+  const filter = useSignal<PanelFilter>(NO_FILTER);
   const blockedBy = useSignal(storedBlocked());
   const data = useSignal<Data | null>(null);
   const error = useSignal<string | null>(null);
@@ -245,12 +286,14 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
   // A range that ends now moves on; a custom one stays where it was put.
   useEvery(REFRESH_MS, () => (preset.value === "custom" ? undefined : refresh()));
 
-  const apply = (next: { client_ip: string; qname: string }): void => {
-    client.value = next.client_ip;
-    domain.value = next.qname;
+  const apply = (next: PanelFilter): void => {
+    form.value = next;
     filter.value = next;
   };
-  const pick = (what: "client_ip" | "qname", key: string): void => apply({ ...filter.value, [what]: key });
+  const pick = (what: PickWhat, key: string): void => apply({ ...filter.value, [what]: key });
+  const set = (k: keyof PanelFilter, v: string): void => {
+    form.value = { ...form.value, [k]: v };
+  };
   const chooseBlocked = (v: string): void => {
     blockedBy.value = v;
     try {
@@ -264,7 +307,8 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
     return href("queries", { ...filter.value, ...(d ? { since_ms: String(d.window.sinceMs), until_ms: String(d.window.untilMs) } : {}), ...extra });
   };
   const matchers = plugins.value.filter((p) => p.kind === "matcher").map((p) => p.tag);
-  const active = filter.value.client_ip !== "" || filter.value.qname !== "";
+  const f = filter.value;
+  const active = Object.values(f).some((v) => v !== "");
 
   if (tag === null) return null;
   return (
@@ -299,18 +343,23 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
           Refresh
         </button>
       </div>
-      <form class="toolbar" onSubmit={(e) => (e.preventDefault(), apply({ client_ip: client.value.trim(), qname: domain.value.trim() }))} aria-label="Filter every panel">
+      <form
+        class="toolbar"
+        onSubmit={(e) => (e.preventDefault(), apply({ client_ip: form.value.client_ip.trim(), client_name: form.value.client_name.trim(), group: form.value.group, qname: form.value.qname.trim() }))}
+        aria-label="Filter every panel"
+      >
         <label>
-          Client <input type="search" value={client.value} onInput={(e) => (client.value = e.currentTarget.value)} placeholder="192.168.1." data-testid="filter-client" />
+          Client <input type="search" value={form.value.client_ip} onInput={(e) => set("client_ip", e.currentTarget.value)} placeholder="192.168.1." data-testid="filter-client" />
         </label>
+        <ClientFilterFields name={form.value.client_name} group={form.value.group} onName={(v) => set("client_name", v)} onGroup={(v) => set("group", v)} idPrefix="filter" />
         <label>
-          Domain <input type="search" value={domain.value} onInput={(e) => (domain.value = e.currentTarget.value)} placeholder="example.com" data-testid="filter-domain" />
+          Domain <input type="search" value={form.value.qname} onInput={(e) => set("qname", e.currentTarget.value)} placeholder="example.com" data-testid="filter-domain" />
         </label>
         <button type="submit" class="primary">
           Apply
         </button>
         {active && (
-          <button type="button" onClick={() => apply({ client_ip: "", qname: "" })}>
+          <button type="button" onClick={() => apply(NO_FILTER)}>
             Clear filter
           </button>
         )}
@@ -328,9 +377,7 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
       </form>
       {active && (
         <p class="hint" data-testid="overview-filter">
-          Every panel shows only queries {filter.value.client_ip && <>from clients containing “{filter.value.client_ip}”</>}
-          {filter.value.client_ip && filter.value.qname && " and "}
-          {filter.value.qname && <>for names containing “{filter.value.qname}”</>}.
+          Every panel shows only queries {filterText(f)}.
         </p>
       )}
       {error.value && <Notice tone="error">Could not read the statistics: {error.value}</Notice>}

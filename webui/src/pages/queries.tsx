@@ -2,16 +2,18 @@
 // (older/newer), a live mode fed by the record stream (GET stream over the fetch-based SSE reader,
 // which reconnects and resumes with Last-Event-ID), and each record's detail with its execution path.
 // The filters live in the URL (#/queries?qname=…), so the Overview can open the log already filtered.
+// A client the `clients` provider named shows by its name, with its address (and groups) on hover.
 
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
 import { errorText, pluginPath } from "../api";
+import { ClientFilterFields } from "../components/client-filters";
 import { useLiveStream } from "../components/live";
 import { RecorderSelect } from "../components/recorder-select";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import type { PluginInfo } from "../features";
 import { clock, count, localInput, localMs, millis } from "../format";
-import { currentRecorder, NO_FILTERS, outcomeText, passes, query, recorderGet, type Filters, type FullRecord, type RecordPage, type RecordRow } from "../recorder";
+import { clientGroups, clientName, currentRecorder, NO_FILTERS, outcomeText, passes, query, recorderGet, type Filters, type FullRecord, type RecordPage, type RecordRow } from "../recorder";
 import { routeParams } from "../router";
 import { RecordDetail } from "./record-detail";
 
@@ -58,6 +60,18 @@ function answerText(r: RecordRow): string {
   return `${first.rr_type} ${first.payload_text}${r.answers_json.length > 1 ? ` +${r.answers_json.length - 1}` : ""}`;
 }
 
+/** The client's name with its address on hover, or the address when it has no name. */
+function ClientCell({ r }: { r: RecordRow }) {
+  const name = clientName(r);
+  if (name === null) return <>{r.client_ip}</>;
+  const groups = clientGroups(r);
+  return (
+    <span class="client-name" title={`${r.client_ip}${groups.length > 0 ? ` · ${groups.join(", ")}` : ""}`} data-address={r.client_ip}>
+      {name}
+    </span>
+  );
+}
+
 function Rows({ rows, open, selected, showInstance }: { rows: RecordRow[]; open: (id: number) => void; selected: number | null; showInstance: boolean }) {
   return (
     <div class="table-wrap">
@@ -85,7 +99,7 @@ function Rows({ rows, open, selected, showInstance }: { rows: RecordRow[]; open:
                   </button>
                 </td>
                 <td class="mono" data-label="Client">
-                  {r.client_ip}
+                  <ClientCell r={r} />
                 </td>
                 {showInstance && (
                   <td class="mono" data-label="Instance">
@@ -214,8 +228,9 @@ export function QueriesPage({ sources }: { sources: PluginInfo[] }) {
           Name <input type="search" value={f.qname} onInput={(e) => set("qname", e.currentTarget.value)} placeholder="example.com" data-testid="q-qname" />
         </label>
         <label>
-          Client <input type="search" value={f.client_ip} onInput={(e) => set("client_ip", e.currentTarget.value)} placeholder="192.168.1." data-testid="q-client" />
+          Client address <input type="search" value={f.client_ip} onInput={(e) => set("client_ip", e.currentTarget.value)} placeholder="192.168.1." data-testid="q-client" />
         </label>
+        <ClientFilterFields name={f.client_name} group={f.group} onName={(v) => set("client_name", v)} onGroup={(v) => set("group", v)} idPrefix="q" />
         <label>
           Type <input value={f.qtype} onInput={(e) => set("qtype", e.currentTarget.value)} placeholder="A, AAAA…" size={7} data-testid="q-qtype" />
         </label>
