@@ -161,7 +161,8 @@ export function parseSchedule(text: string): Schedule {
       i++;
       continue;
     }
-    if (dayItem(next) !== null || TIME_LIKE.test(next)) throw new ArgError(`windows are separated by ';' or ',': write '${dayText} ${times}; ${next} ...'`);
+    if (TIME_LIKE.test(next)) throw new ArgError(`one time range a window: repeat its days, e.g. '${dayText} ${times}; ${dayText} ${next}'`);
+    if (dayItem(next) !== null) throw new ArgError(`windows are separated by ';' or ',': write '${dayText} ${times}; ${next} ...'`);
     if (i + 1 < toks.length) throw new ArgError(`'${toks.slice(i).join(" ")}': only the time zone may follow the last window (a day or a zone such as Europe/Berlin expected at '${next}')`);
     const problem = timeZoneProblem(next);
     if (problem !== null) throw new ArgError(problem);

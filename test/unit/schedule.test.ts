@@ -93,6 +93,7 @@ test("grammar: what is refused says why", () => {
   expect(error("Mon-Fri")).toMatch(/^'Mon-Fri' needs a time range after it/);
   expect(error("Mon-Fri 21:00-07:00 Europe/Berln")).toBe("'Europe/Berln' is not a time zone (an IANA name such as Europe/Berlin, or UTC)");
   expect(error("Mon-Fri 21:00-07:00 Sat 22:00-09:00")).toBe("windows are separated by ';' or ',': write 'Mon-Fri 21:00-07:00; Sat ...'");
+  expect(error("Mon,Wed 07:00-08:00 21:00-23:00")).toBe("one time range a window: repeat its days, e.g. 'Mon,Wed 07:00-08:00; Mon,Wed 21:00-23:00'");
   expect(error("Mon 21:00-07:00 UTC Tue 10:00-11:00")).toMatch(/only the time zone may follow the last window/);
   expect(error("Mon 21:00-07:00; UTC")).toBe("the time zone 'UTC' follows the last window without a ',' or ';' before it");
   expect(error("Europe/Berlin")).toBe("a schedule starts with a window, e.g. 'Mon-Fri 21:00-07:00 Europe/Berlin'");
