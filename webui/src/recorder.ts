@@ -7,7 +7,7 @@ import { api, onSignOut, pluginPath } from "./api";
 import type { PluginInfo } from "./features";
 import type { FullRecord, RecordRow } from "./shapes";
 
-export type { Distribution, FullRecord, Latency, PluginRow, RecordPage, RecordRow, ResourceRecord, Step, Timeseries } from "./shapes";
+export type { Distribution, FullRecord, Latency, PluginRow, RecordPage, RecordRow, ResourceRecord, Step, Timeseries, TopClients } from "./shapes";
 
 /** The filters of the records and stats routes; "" leaves one out. */
 export interface Filters {
@@ -63,8 +63,8 @@ export function passes(full: FullRecord, f: Filters): boolean {
   const name = text(f.qname).replace(/\.$/, "");
   if (name && !r.questions_json.some((q) => q.name.toLowerCase().includes(name))) return false;
   if (f.client_ip.trim() && !r.client_ip.toLowerCase().includes(text(f.client_ip))) return false;
-  if (f.client_name.trim() && clientName(r) !== f.client_name.trim()) return false;
-  if (f.group.trim() && !clientGroups(r).includes(f.group.trim())) return false;
+  if (f.client_name.trim() && r.client_name !== f.client_name.trim()) return false;
+  if (f.group.trim() && !r.client_groups.includes(f.group.trim())) return false;
   if (f.qtype.trim()) {
     const want = text(f.qtype);
     const first = r.questions_json[0]?.qtype.toLowerCase() ?? "";
@@ -85,9 +85,3 @@ export function passes(full: FullRecord, f: Filters): boolean {
 
 /** The rcode to show for a record: the mnemonic, or why there is none. */
 export const outcomeText = (r: RecordRow): string => (r.error !== null ? "error" : r.has_response ? (r.rcode ?? "—") : "no response");
-
-/** The name of the record's client (the `clients` provider's), or null when it had none. */
-export const clientName = (r: RecordRow): string | null => (typeof r.client_name === "string" ? r.client_name : null);
-
-/** The groups of the record's client. */
-export const clientGroups = (r: RecordRow): string[] => (Array.isArray(r.client_groups) ? r.client_groups.filter((g): g is string => typeof g === "string") : []);

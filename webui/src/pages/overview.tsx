@@ -14,17 +14,18 @@ import { Chart } from "../components/chart";
 import { useEvery } from "../components/every";
 import { RecorderSelect } from "../components/recorder-select";
 import { Facts, Notice } from "../components/ui";
-import { plugins, type PluginInfo } from "../features";
+import { capabilities, plugins, type PluginInfo } from "../features";
 import { clock, count, localInput, millis, when } from "../format";
-import { currentRecorder, query, recorderGet, type Distribution, type Filters, type Latency, type PluginRow, type Timeseries } from "../recorder";
+import { currentRecorder, query, recorderGet, type Distribution, type Latency, type PluginRow, type Timeseries, type TopClients } from "../recorder";
 import { href } from "../router";
+import { filterText, NO_FILTER, TopClientList, type PanelFilter, type PickWhat } from "./overview-clients";
 import { PRESETS, windowOf, type Preset, type Window } from "./overview-range";
 
 interface Data {
   window: Window;
   series: Timeseries;
   plugins: PluginRow[];
-  clients: Distribution;
+  clients: TopClients;
   domains: Distribution;
   rcode: Distribution;
   qtype: Distribution;
@@ -54,16 +55,8 @@ function bucketLabel(i: number, edges: (number | null)[]): string {
   return lo === null || lo === undefined ? `< ${hi} ms` : `${lo}–${hi} ms`;
 }
 
-/** The filter every panel applies. */
-type PanelFilter = Pick<Filters, "qname" | "client_ip" | "client_name" | "group">;
-type PickWhat = "client_ip" | "client_name" | "qname";
-
-const NO_FILTER: PanelFilter = { client_ip: "", client_name: "", group: "", qname: "" };
-
-/** A top-clients row's name, when the clients provider named that client. */
-const nameOf = (row: Distribution["rows"][number]): string | null => ("client_name" in row && typeof row.client_name === "string" ? row.client_name : null);
-
-async function load(tag: string, win: Window, filter: PanelFilter, blockedBy: string): Promise<Data> {
+/** `byName`: top clients one row per client name (with a `clients` provider), else per address. */
+async function load(tag: string, win: Window, filter: PanelFilter, blockedBy: string, byName: boolean): Promise<Data> {
   const base = { ...filter, since_ms: String(win.sinceMs), until_ms: String(win.untilMs) };
   const get = <T,>(sub: string, extra: Record<string, string | number> = {}): Promise<T> => recorderGet<T>(tag, sub, query(base, extra));
   const blockedMatcher = blockedBy.startsWith("matcher:") ? blockedBy.slice("matcher:".length) : null;
@@ -71,7 +64,7 @@ async function load(tag: string, win: Window, filter: PanelFilter, blockedBy: st
     // The chart's buckets end at `until`; its own span comes from `buckets`, not from since_ms.
     recorderGet<Timeseries>(tag, "stats/timeseries", query({ ...filter, until_ms: String(win.untilMs) }, { bucket: win.bucket, buckets: win.buckets })),
     get<{ rows: PluginRow[] }>("stats/plugins"),
-    get<Distribution>("stats/top_clients", { limit: TOP }),
+    get<TopClients>("stats/top_clients", { limit: TOP, ...(byName ? { by: "name" } : {}) }),
     get<Distribution>("stats/top_qnames", { limit: TOP }),
     get<Distribution>("stats/rcode"),
     get<Distribution>("stats/qtype"),
@@ -97,37 +90,6 @@ function shares(d: Data): { parts: Part[]; total: number } {
       { key: "no_response", label: "No response", count: silent, colour: "var(--fg-muted)" },
     ],
   };
-}
-
-/** "from client annas-phone, in group kids and for names containing “ads”". */
-function filterText(f: PanelFilter): string {
-  const parts = [
-    f.client_ip && `from addresses containing “${f.client_ip}”`,
-    f.client_name && `from client ${f.client_name}`,
-    f.group && `from clients in group ${f.group}`,
-    f.qname && `for names containing “${f.qname}”`,
-  ].filter((p) => p !== "");
-  return parts.length < 2 ? parts.join("") : `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`;
-}
-
-function TopClients({ rows, pick }: { rows: Distribution["rows"]; pick: (what: PickWhat, key: string) => void }) {
-  const names = new Map(rows.map((r) => [r.key, nameOf(r)]));
-  return (
-    <BarList
-      testId="top-clients"
-      rows={rows.map((r) => {
-        const name = names.get(r.key) ?? null;
-        return name === null ? r : { ...r, label: <span class="client-name" title={r.key} data-name={name}>{name}</span> };
-      })}
-      // A named client is picked by its name (it may ask from several addresses), the others by address.
-      onPick={(k) => {
-        const name = names.get(k) ?? null;
-        if (name === null) pick("client_ip", k);
-        else pick("client_name", name);
-      }}
-      pickLabel="Filter every panel by client"
-    />
-  );
 }
 
 function Panels({ d, pick, log }: { d: Data; pick: (what: PickWhat, key: string) => void; log: (extra: Record<string, string>) => string }) {
@@ -191,7 +153,7 @@ function Panels({ d, pick, log }: { d: Data; pick: (what: PickWhat, key: string)
       <div class="cards wide-gap">
         <article class="card" aria-labelledby="ov-clients">
           <h2 id="ov-clients">Top clients</h2>
-          <TopClients rows={d.clients.rows} pick={pick} />
+          <TopClientList rows={d.clients.rows} pick={pick} />
         </article>
         <article class="card" aria-labelledby="ov-domains">
           <h2 id="ov-domains">Top domains</h2>
@@ -253,6 +215,8 @@ function Panels({ d, pick, log }: { d: Data; pick: (what: PickWhat, key: string)
 
 export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
   const tag = currentRecorder(sources);
+  // With a clients provider the top clients are its clients by name.
+  const byName = capabilities.value.clients.length > 0;
   const preset = useSignal<Preset>("1h");
   const customSince = useSignal(localInput(Date.now() - 3_600_000));
   const customUntil = useSignal("");
@@ -272,7 +236,7 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
       return;
     }
     try {
-      data.value = await load(tag, win, filter.value, blockedBy.value);
+      data.value = await load(tag, win, filter.value, blockedBy.value, byName);
       loadedAt.value = Date.now();
       error.value = null;
     } catch (err) {
@@ -282,7 +246,7 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
 
   useEffect(() => {
     void refresh();
-  }, [tag, preset.value, filter.value, blockedBy.value]);
+  }, [tag, preset.value, filter.value, blockedBy.value, byName]);
   // A range that ends now moves on; a custom one stays where it was put.
   useEvery(REFRESH_MS, () => (preset.value === "custom" ? undefined : refresh()));
 

@@ -13,7 +13,7 @@ import { RecorderSelect } from "../components/recorder-select";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import type { PluginInfo } from "../features";
 import { clock, count, localInput, localMs, millis } from "../format";
-import { clientGroups, clientName, currentRecorder, NO_FILTERS, outcomeText, passes, query, recorderGet, type Filters, type FullRecord, type RecordPage, type RecordRow } from "../recorder";
+import { currentRecorder, NO_FILTERS, outcomeText, passes, query, recorderGet, type Filters, type FullRecord, type RecordPage, type RecordRow } from "../recorder";
 import { routeParams } from "../router";
 import { RecordDetail } from "./record-detail";
 
@@ -62,12 +62,10 @@ function answerText(r: RecordRow): string {
 
 /** The client's name with its address on hover, or the address when it has no name. */
 function ClientCell({ r }: { r: RecordRow }) {
-  const name = clientName(r);
-  if (name === null) return <>{r.client_ip}</>;
-  const groups = clientGroups(r);
+  if (r.client_name === null) return <>{r.client_ip}</>;
   return (
-    <span class="client-name" title={`${r.client_ip}${groups.length > 0 ? ` · ${groups.join(", ")}` : ""}`} data-address={r.client_ip}>
-      {name}
+    <span class="client-name" title={`${r.client_ip}${r.client_groups.length > 0 ? ` · ${r.client_groups.join(", ")}` : ""}`} data-address={r.client_ip}>
+      {r.client_name}
     </span>
   );
 }

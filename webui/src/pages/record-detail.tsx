@@ -9,7 +9,7 @@ import { useEffect, useRef } from "preact/hooks";
 import { errorText } from "../api";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { millis, when } from "../format";
-import { clientGroups, clientName, outcomeText, recorderGet, type FullRecord, type RecordRow, type ResourceRecord, type Step } from "../recorder";
+import { outcomeText, recorderGet, type FullRecord, type RecordRow, type ResourceRecord, type Step } from "../recorder";
 import { SetActions } from "./set-actions";
 
 interface Rule {
@@ -162,8 +162,8 @@ export function RecordDetail({ tag, id, onClose }: { tag: string; id: number; on
           <Facts
             rows={[
               ["time", when(r.created_at_ms)],
-              ["client", <span class="mono">{clientName(r) === null ? r.client_ip : `${clientName(r)} (${r.client_ip})`}</span>],
-              ...(clientGroups(r).length > 0 ? ([["groups", <span class="mono">{clientGroups(r).join(", ")}</span>]] as [string, ComponentChildren][]) : []),
+              ["client", <span class="mono">{r.client_name === null ? r.client_ip : `${r.client_name} (${r.client_ip})`}</span>],
+              ...(r.client_groups.length > 0 ? ([["groups", <span class="mono">{r.client_groups.join(", ")}</span>]] as [string, ComponentChildren][]) : []),
               ...(r.instance ? ([["instance", <span class="mono">{r.instance}</span>]] as [string, ComponentChildren][]) : []),
               ["question", <span class="mono">{r.questions_json.map((q) => `${q.name} ${q.qclass} ${q.qtype}`).join(", ") || "none"}</span>],
               ["request", `${r.req_opcode}, id ${r.request_id}${r.req_rd ? ", rd" : ""}${r.req_cd ? ", cd" : ""}${r.req_ad ? ", ad" : ""}`],
