@@ -1,9 +1,11 @@
 // `sluice check` on configurations with a `clients` provider: every mistake reported at its own line
 // and column (unknown names in `client`, malformed identifiers, a second provider, a client named
-// like a group, an identifier two clients claim), and only there.
-import { writeFileSync } from "node:fs";
+// like a group, an identifier two clients claim), and only there; the documented configuration passes.
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
+import { checkConfig } from "../../src/app/app.js";
+import { createCatalog } from "../../src/plugins/catalog.js";
 import { checkErrors } from "../helpers/check.js";
 import { tempDir } from "../helpers/sluice.js";
 
@@ -114,4 +116,14 @@ test("`pause` names declared matchers only", () => {
     "10:15: plugin 'clients': args.pause[0] references missing plugin 'ads'",
     "10:21: plugin 'clients': args.pause[1] expects a matcher, but 'main' is an executor (type 'sequence')",
   ]);
+});
+
+test("the configuration in docs/plugins.md's clients section passes", () => {
+  const doc = readFileSync(join(import.meta.dirname, "..", "..", "docs", "plugins.md"), "utf8");
+  const section = doc.slice(doc.indexOf("\n### clients\n"));
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+  expect(yaml).toMatch(/type: clients/);
+  const dir = tempDir();
+  writeFileSync(join(dir, "sluice.yaml"), yaml);
+  expect(() => checkConfig(join(dir, "sluice.yaml"), createCatalog())).not.toThrow();
 });

@@ -186,6 +186,10 @@ describe("the memo", () => {
     expect(nameOf(dir, ctx("192.168.1.5"))).toBe("tv");
     dir.setNamed([named("desk", { addresses: ["192.168.1.6"] })]);
     expect(nameOf(dir, ctx("192.168.1.6"))).toBe("desk");
+    // A DoT server name's id as well (without tls_server_names it counts once a client has it).
+    expect(nameOf(dir, ctx("10.0.0.1", { sni: "zed.example.net" }))).toBe(null);
+    dir.setNamed([named("zed", { ids: ["zed"] })]);
+    expect(nameOf(dir, ctx("10.0.0.1", { sni: "zed.example.net" }))).toBe("zed");
   });
 });
 

@@ -72,6 +72,10 @@ export class Directory implements ClientDirectory {
   private readonly groupOrder: string[];
   private readonly groupAddresses: Map<string, string[]>;
   private readonly trusted = new PrefixTable<true>();
+  /** Source address → in trusted_forwarders (at most MEMO_LIMIT, then forgotten whole). */
+  private readonly trustedSources = new Map<string, boolean>();
+  /** DoT server name → the client id in it (depends on the ids declared: forgotten with the memo). */
+  private serverNameIds = new Map<string, string | null>();
   private readonly serverNames: string[];
   private readonly trustIds: boolean;
   private readonly maxSeen: number;
@@ -191,29 +195,36 @@ export class Directory implements ClientDirectory {
 
   identify(ctx: DnsContext): ClientIdentity | null {
     let key = ctx.clientIp;
-    let mac: string | null = null;
-    let ecsAddress: Uint8Array | null = null;
+    let macData: Buffer | null = null;
+    let ecsData: Buffer | null = null;
     const edns = ctx.query.edns;
+    // Most queries carry an EDNS option (a cookie): whether their source is trusted is remembered too.
     if (edns !== null && edns.options.length > 0 && this.trusted.size > 0) {
-      const source = ctx.clientAddress;
-      if (source !== null && this.trusted.longest(source) === true) {
+      let trusted = this.trustedSources.get(ctx.clientIp);
+      if (trusted === undefined) {
+        const source = ctx.clientAddress;
+        trusted = source !== null && this.trusted.longest(source) === true;
+        if (this.trustedSources.size >= MEMO_LIMIT) this.trustedSources.clear();
+        this.trustedSources.set(ctx.clientIp, trusted);
+      }
+      if (trusted) {
         for (const o of edns.options) {
-          if (o.code === MAC_OPTION && o.data.length === 6) mac = formatMac(o.data);
-          else if (o.code === EDNS_OPTION.ECS) {
-            // Source prefix 0: the client asked that its address not be passed on (RFC 7871).
-            const ecs = decodeEcs(o.data);
-            if (ecs !== null && ecs.sourcePrefix > 0) ecsAddress = ecs.address;
-          }
+          if (o.code === MAC_OPTION && o.data.length === 6) macData = o.data;
+          // Source prefix 0: the client asked that its address not be passed on (RFC 7871).
+          else if (o.code === EDNS_OPTION.ECS && o.data.length >= 4 && o.data[2] > 0) ecsData = o.data;
         }
-        if (ecsAddress !== null) key = `ecs ${formatIP(ecsAddress)}`;
-        if (mac !== null) key += ` mac ${mac}`;
+        // The options' bytes as they came (decoded only when the origin is new): one string to build.
+        if (ecsData !== null) key += ` ecs ${ecsData.toString("hex")}`;
+        if (macData !== null) key += ` mac ${macData.toString("hex")}`;
       }
     }
     const id = ctx.clientId ?? (ctx.tlsServerName !== null ? this.serverNameId(ctx.tlsServerName) : null);
     if (id !== null) key += ` id ${id}`;
     let hit = this.memo.get(key);
     // An unnamed client forgotten to make room for others (max_seen) while its origin was remembered is seen anew.
-    if (hit === undefined || (hit.seen !== null && hit.seen.name === null && this.seenUnnamed.get(hit.seen.key) !== hit.seen)) hit = this.resolve(ctx, key, mac, ecsAddress, id);
+    if (hit === undefined || (hit.seen !== null && hit.seen.name === null && this.seenUnnamed.get(hit.seen.key) !== hit.seen)) {
+      hit = this.resolve(ctx, key, macData !== null ? formatMac(macData) : null, ecsData !== null ? (decodeEcs(ecsData)?.address ?? null) : null, id);
+    }
     const seen = hit.seen;
     if (seen !== null) {
       seen.queries++;
@@ -225,8 +236,19 @@ export class Directory implements ClientDirectory {
     return hit.identity;
   }
 
-  /** The id in a DoT server name: `<id>.<server name>`, or without server names a first label some client declares. */
+  /** The id in a DoT server name (remembered: a connection's queries all ask with the same name). */
   private serverNameId(name: string): string | null {
+    let id = this.serverNameIds.get(name);
+    if (id === undefined) {
+      id = this.idInServerName(name);
+      if (this.serverNameIds.size >= MEMO_LIMIT) this.serverNameIds.clear();
+      this.serverNameIds.set(name, id);
+    }
+    return id;
+  }
+
+  /** `<id>.<server name>`, or without server names a first label some client declares. */
+  private idInServerName(name: string): string | null {
     const dot = name.indexOf(".");
     if (dot <= 0) return null;
     const first = name.slice(0, dot);
@@ -327,6 +349,7 @@ export class Directory implements ClientDirectory {
   private rebuild(): void {
     this.index = this.build();
     this.memo = new Map();
+    this.serverNameIds = new Map();
   }
 
   private build(): Index {
