@@ -139,6 +139,11 @@ export class Directory implements ClientDirectory {
     this.memo = new Map();
   }
 
+  /** The neighbour table in use (address → MAC). */
+  neighbourTable(): ReadonlyMap<string, string> {
+    return this.neighbours;
+  }
+
   /** What was seen, named clients first (for the list route and the state file). */
   seen(): SeenClient[] {
     return [...this.seenNamed.values(), ...this.seenUnnamed.values()];
