@@ -3,33 +3,15 @@
 // seen client so that its next query is in its group, changing and forgetting it, 400s that name the
 // field, a group pause that turns the `pause` matchers off for that group alone and ends by itself, host
 // names from a PTR resolver, and the state surviving a configuration reload.
-import dgram from "node:dgram";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { decodeMessage, replyTo } from "../../src/dns/message.js";
+import { replyTo } from "../../src/dns/message.js";
 import { WireWriter } from "../../src/dns/writer.js";
-import { buildQuery, rcodeOf } from "../helpers/dns.js";
+import { rcodeFrom } from "../helpers/client-source.js";
 import { startResponder, type Responder } from "../helpers/responder.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { HeldFile } from "../model/harness.js";
-
-/** Sends one query from `source` (a local address) and returns the answer's rcode. */
-function rcodeFrom(source: string, port: number, name = "other.test"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const sock = dgram.createSocket("udp4");
-    const timer = setTimeout(() => {
-      sock.close();
-      reject(new Error(`no answer for a query from ${source}`));
-    }, 2000);
-    sock.on("message", (msg) => {
-      clearTimeout(timer);
-      sock.close();
-      resolve(rcodeOf(decodeMessage(msg)));
-    });
-    sock.bind(0, source, () => sock.send(buildQuery(name, "A"), port, "127.0.0.1"));
-  });
-}
 
 const heldTag = (at: "before" | "after" | undefined): string => (at === "after" ? "zbig" : "big");
 

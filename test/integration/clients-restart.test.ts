@@ -1,13 +1,11 @@
 // The `clients` provider's state file across a restart of the real program (two runs on one directory):
 // the seen clients are written every state_interval and at stop, named clients and pauses at each change;
 // the next start restores them all, and drops a pause that ended while the program was down.
-import dgram from "node:dgram";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import { decodeMessage } from "../../src/dns/message.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
-import { buildQuery, rcodeOf } from "../helpers/dns.js";
+import { rcodeFrom } from "../helpers/client-source.js";
 import { tempDir } from "../helpers/sluice.js";
 
 const dir = tempDir();
@@ -64,17 +62,7 @@ async function start(): Promise<Program> {
       const res = await fetch(`${api}/api/plugins/clients/${path}`, body === undefined ? { method } : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       return { status: res.status, json: (await res.json()) as Record<string, unknown> };
     },
-    rcodeFrom: (source, name = "other.test") =>
-      new Promise((resolve, reject) => {
-        const sock = dgram.createSocket("udp4");
-        const timer = setTimeout(() => (sock.close(), reject(new Error(`no answer for a query from ${source}`))), 2000);
-        sock.on("message", (msg) => {
-          clearTimeout(timer);
-          sock.close();
-          resolve(rcodeOf(decodeMessage(msg)));
-        });
-        sock.bind(0, source, () => sock.send(buildQuery(name, "A"), port, "127.0.0.1"));
-      }),
+    rcodeFrom: (source, name) => rcodeFrom(source, port, name),
     stop: async () => {
       run.child.kill("SIGTERM");
       expect((await run.exited).code).toBe(0);
