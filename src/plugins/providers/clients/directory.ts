@@ -114,6 +114,13 @@ export class Directory implements ClientDirectory {
   setNamed(named: readonly ClientRecord[]): void {
     this.named = named.map((c) => ({ ...c, source: "api" }));
     this.rebuild();
+    // A client no longer named is a seen client again, with what was seen of it.
+    for (const [name, s] of this.seenNamed) {
+      if (this.index.clients.has(name)) continue;
+      this.seenNamed.delete(name);
+      const key = unnamedKey(s);
+      if (!this.seenUnnamed.has(key)) this.admit({ ...s, name: null, key });
+    }
     for (const [key, s] of this.seenUnnamed) {
       const client = this.lookup(s.mac, s.id, s.address);
       if (!client) continue;
@@ -154,7 +161,7 @@ export class Directory implements ClientDirectory {
     for (const s of list) {
       const entry = { ...s };
       if (entry.name !== null && this.index.clients.has(entry.name)) this.seenNamed.set(entry.name, entry);
-      else this.admit({ ...entry, name: null });
+      else this.admit({ ...entry, name: null, key: entry.name !== null ? unnamedKey(entry) : entry.key });
     }
   }
 
@@ -304,6 +311,11 @@ export class Directory implements ClientDirectory {
     for (const [group, addresses] of this.groupAddresses) for (const a of addresses) ix.groupPrefixes.add(a, group);
     return ix;
   }
+}
+
+/** How a client without a name is told apart (as seenOf keys it). */
+function unnamedKey(s: SeenClient): string {
+  return s.mac !== null ? `mac ${s.mac}` : s.id !== null ? `id ${s.id}` : s.address;
 }
 
 function formatMac(b: Uint8Array): string {
