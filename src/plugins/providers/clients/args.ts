@@ -1,8 +1,10 @@
 // Arguments of the `clients` provider: declared clients and groups, who is believed about a client's
 // address and MAC, and where the runtime changes (names given through the API, group pauses) are kept.
 
+import { formatIP, maskIP, unmapIPv4 } from "../../../dns/ip.js";
 import { clientIdOf } from "../../../engine/clients.js";
-import { parseDuration } from "../../../engine/duration.js";
+import { durationProblem, parseDuration } from "../../../engine/duration.js";
+import { parseBootstrap } from "../../../engine/upstream/address.js";
 import { parseIpRule } from "../../../engine/rules/ip.js";
 import type { ArgProblem, DependencySpec } from "../../../registry/types.js";
 
@@ -34,8 +36,12 @@ export interface ClientsArgs {
   neighbour_refresh: string;
   /** A resolver asked for the PTR name of each address seen (`host:port`); null: none. */
   hostnames: string | null;
+  /** How often the clients seen since the last round get their PTR names looked up (with `hostnames`). */
+  hostname_interval: string;
   /** Where names given through the API, group assignments and pauses are kept (a relative path is under -d). */
   state_file: string;
+  /** How often the seen clients are written to state_file (changes through the API are written at once). */
+  state_interval: string;
   /** Undeclared clients remembered at most (the oldest seen first out). */
   max_seen: number;
 }
@@ -76,7 +82,9 @@ export const clientsSchema = {
     tls_server_names: strings,
     neighbour_refresh: { type: "string", default: "30s" },
     hostnames: { type: ["string", "null"], default: null },
+    hostname_interval: { type: "string", default: "10s" },
     state_file: { type: "string", minLength: 1, default: "clients.state.json" },
+    state_interval: { type: "string", default: "60s" },
     max_seen: { type: "integer", minimum: 1, maximum: 100000, default: 1000 },
   },
 } as const;
@@ -127,14 +135,14 @@ export function checkClients(args: ClientsArgs): ArgProblem[] {
     else if (groups.has(c.name)) problems.push({ path: ["clients", i, "name"], message: `'${c.name}' names a group too: \`client ${c.name}\` must mean one of them` });
     names.add(c.name);
     // One identifier, one client: otherwise which one asked would depend on declaration order.
-    const claim = (kind: string, value: string | null, path: (string | number)[]): void => {
+    const claim = (kind: string, value: string | null, path: (string | number)[], shown = value): void => {
       if (value === null) return;
       const key = `${kind} ${value}`;
       const other = owners.get(key);
-      if (other !== undefined && other !== c.name) problems.push({ path, message: `${kind} ${value} already identifies client '${other}'` });
+      if (other !== undefined && other !== c.name) problems.push({ path, message: `${kind} ${shown} already identifies client '${other}'` });
       else owners.set(key, c.name);
     };
-    c.addresses.forEach((a, j) => claim("address", a, ["clients", i, "addresses", j]));
+    c.addresses.forEach((a, j) => claim("address", prefixOf(a), ["clients", i, "addresses", j], a));
     c.macs.forEach((m, j) => claim("MAC", macOf(m), ["clients", i, "macs", j]));
     c.ids.forEach((id, j) => claim("id", clientIdOf(id), ["clients", i, "ids", j]));
   });
@@ -153,7 +161,30 @@ export function checkClients(args: ClientsArgs): ArgProblem[] {
   } catch (err) {
     problems.push({ path: ["neighbour_refresh"], message: (err as Error).message });
   }
+  if (args.hostnames !== null) {
+    try {
+      parseBootstrap(args.hostnames);
+    } catch {
+      problems.push({ path: ["hostnames"], message: `'${args.hostnames}' is not a resolver address (ip, ip:port, [v6]:port)` });
+    }
+  }
+  for (const [key, min, max] of [["hostname_interval", 100, 86_400_000], ["state_interval", 100, 86_400_000]] as const) {
+    const problem = durationProblem(key, args[key], min, max);
+    if (problem !== null) problems.push({ path: [key], message: problem });
+  }
   return problems;
+}
+
+/** One text per prefix (IPv4-mapped as IPv4, host bits cleared: `192.168.1.37` = `::ffff:192.168.1.37/128`); null when `rule` is not one. */
+function prefixOf(rule: string): string | null {
+  try {
+    const { ip, bits } = parseIpRule(rule);
+    const plain = unmapIPv4(ip);
+    const b = plain === ip ? bits : Math.max(0, bits - 96);
+    return `${formatIP(maskIP(plain, b))}/${b}`;
+  } catch {
+    return null;
+  }
 }
 
 export function clientsDependencies(args: ClientsArgs): DependencySpec[] {
