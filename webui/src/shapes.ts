@@ -12,6 +12,7 @@ import type * as cron from "../../src/plugins/executors/cron/schemas.js";
 import type * as download from "../../src/plugins/executors/download/schemas.js";
 import type * as recorder from "../../src/plugins/executors/query-recorder/schemas.js";
 import type * as matcher from "../../src/plugins/matchers/schemas.js";
+import type * as clients from "../../src/plugins/providers/clients/schemas.js";
 import type * as provider from "../../src/plugins/providers/schemas.js";
 import type * as dynset from "../../src/plugins/providers/dynamic-domain-set/schemas.js";
 
@@ -80,50 +81,10 @@ export type Timeseries = FromSchema<typeof recorder.timeseriesSchema>;
 export type TimePoint = Timeseries["points"][number];
 
 // Clients provider (GET/POST clients, PUT/DELETE clients/<name>, GET groups, POST/DELETE groups/<group>/pause).
-// Written from the routes' agreed shapes until their schema file exists.
-export interface SeenInfo {
-  address: string;
-  mac: string | null;
-  id: string | null;
-  hostname: string | null;
-  first_seen_ms: number;
-  last_seen_ms: number;
-  queries: number;
-}
-export interface SeenClient extends SeenInfo {
-  key: string;
-}
-export interface NamedClient {
-  name: string;
-  source: "config" | "api";
-  addresses: string[];
-  macs: string[];
-  ids: string[];
-  groups: string[];
-  seen: SeenInfo | null;
-}
-export interface ClientGroup {
-  name: string;
-  addresses: string[];
-  members: string[];
-  paused_until_ms: number | null;
-}
-export interface ClientsAnswer {
-  ok: boolean;
-  clients: NamedClient[];
-  seen: SeenClient[];
-  groups: ClientGroup[];
-}
-export interface GroupsAnswer {
-  ok: boolean;
-  groups: ClientGroup[];
-}
-export interface NamedClientAnswer {
-  ok: boolean;
-  client: NamedClient;
-}
-export interface GroupPaused {
-  ok: boolean;
-  group: string;
-  paused_until_ms: number | null;
-}
+export type ClientsAnswer = FromSchema<typeof clients.clientsListSchema>;
+export type NamedClient = ClientsAnswer["clients"][number];
+export type SeenClient = ClientsAnswer["seen"][number];
+export type ClientGroup = ClientsAnswer["groups"][number];
+export type GroupsAnswer = FromSchema<typeof clients.groupsListSchema>;
+export type NamedClientAnswer = FromSchema<typeof clients.clientAnswerSchema>;
+export type GroupPaused = FromSchema<typeof clients.pauseAnswerSchema>;

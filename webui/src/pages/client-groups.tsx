@@ -43,8 +43,9 @@ function GroupPause({ tag, group, now, changed }: { tag: string; group: ClientGr
     void run(() => pauseGroup(tag, group.name, duration));
   };
 
+  // The server's word: paused until it says otherwise (this browser's clock may differ from its clock).
   const end = group.paused_until_ms;
-  const paused = end !== null && end > now;
+  const paused = end !== null;
   return (
     <div class="control" data-testid={`group-${group.name}-pause`}>
       <p class="hint" data-testid={`group-${group.name}-state`} data-paused={paused ? "true" : "false"}>
@@ -92,23 +93,23 @@ export function ClientGroups({ tag, groups, now, changed }: { tag: string; group
   if (groups.length === 0) return <p class="hint">The configuration declares no groups.</p>;
   return (
     <ul class="jobs" data-testid="groups">
-        {groups.map((g) => (
-          <li key={g.name} class="job" data-group={g.name}>
-            <div class="job-head">
-              <span class="mono job-name">{g.name}</span>
-              <span class="hint">
-                {g.members.length === 0 ? "no named members" : `${g.members.length} named member${g.members.length === 1 ? "" : "s"}`}
-                {g.addresses.length > 0 && `, ${g.addresses.length} address${g.addresses.length === 1 ? "" : "es"}`}
-              </span>
-            </div>
-            {(g.members.length > 0 || g.addresses.length > 0) && (
-              <p class="mono small-text">
-                {[...g.members, ...g.addresses].join(", ")}
-              </p>
-            )}
-            <GroupPause tag={tag} group={g} now={now} changed={changed} />
-          </li>
-        ))}
+      {groups.map((g) => (
+        <li key={g.name} class="job" data-group={g.name}>
+          <div class="job-head">
+            <span class="mono job-name">{g.name}</span>
+            <span class="hint">
+              {g.members.length === 0 ? "no named members" : `${g.members.length} named member${g.members.length === 1 ? "" : "s"}`}
+              {g.addresses.length > 0 && `, ${g.addresses.length} address${g.addresses.length === 1 ? "" : "es"}`}
+            </span>
+          </div>
+          {(g.members.length > 0 || g.addresses.length > 0) && (
+            <p class="mono small-text">
+              {[...g.members, ...g.addresses].join(", ")}
+            </p>
+          )}
+          <GroupPause tag={tag} group={g} now={now} changed={changed} />
+        </li>
+      ))}
     </ul>
   );
 }

@@ -7,6 +7,7 @@
 
 import { Fragment } from "preact";
 import { useSignal } from "@preact/signals";
+import { useRef } from "preact/hooks";
 import { useActorLoad } from "../actors";
 import { errorText, refusalText } from "../api";
 import { loadClients, removeClient, type ClientsAnswer, type NamedClient, type SeenClient } from "../clients";
@@ -67,9 +68,11 @@ function Named({ tag, rows, groups, now, editing, removing, done, act }: {
                   </a>
                 </td>
                 <td data-label="Source">
-                  <Badge tone={c.source === "api" ? "info" : "muted"} title={c.source === "api" ? "named through the API" : "declared in the configuration"}>
-                    {c.source === "api" ? "named here" : "configuration"}
-                  </Badge>
+                  <span>
+                    <Badge tone={c.source === "api" ? "info" : "muted"} title={c.source === "api" ? "named through the API" : "declared in the configuration"}>
+                      {c.source === "api" ? "named here" : "configuration"}
+                    </Badge>
+                  </span>
                 </td>
                 <td class="mono" data-label="Identified by">
                   {list([...c.addresses, ...c.macs, ...c.ids.map((id) => `id ${id}`)])}
@@ -81,8 +84,10 @@ function Named({ tag, rows, groups, now, editing, removing, done, act }: {
                   {c.seen?.hostname ?? "—"}
                 </td>
                 <td class="nowrap" data-label="Last seen">
-                  <LastSeen ms={c.seen?.last_seen_ms} now={now} />
-                  {c.seen && <span class="hint mono"> from {c.seen.address}</span>}
+                  <span>
+                    <LastSeen ms={c.seen?.last_seen_ms} now={now} />
+                    {c.seen && <span class="hint mono"> from {c.seen.address}</span>}
+                  </span>
                 </td>
                 <td data-label="Queries">{c.seen ? count(c.seen.queries) : "0"}</td>
                 <td data-label="Actions">
@@ -229,11 +234,14 @@ export function ClientsPage({ sources }: { sources: PluginInfo[] }) {
 
   useActorLoad(tag ?? "", (id) => tag !== null && id.includes(`/plugin:${tag}/`), load);
   useEvery(REFRESH_MS, load);
-  // The pauses' countdowns tick here; one that has ended reads the groups again.
+  // The pauses' countdowns tick here; one that has ended by this browser's clock reads the groups
+  // again (once per end time: the server's clock decides, and its actor change reads them too).
+  const endsRead = useRef(new Set<number>());
   useEvery(1000, () => {
     now.value = Date.now();
-    const ended = data.value?.groups.some((g) => g.paused_until_ms !== null && g.paused_until_ms <= now.value);
-    return ended ? load() : undefined;
+    const ended = (data.value?.groups ?? []).map((g) => g.paused_until_ms).filter((ms): ms is number => ms !== null && ms <= now.value && !endsRead.current.has(ms));
+    for (const ms of ended) endsRead.current.add(ms);
+    return ended.length > 0 ? load() : undefined;
   });
 
   const done = (text: string, tone: Tone = "ok"): void => {
