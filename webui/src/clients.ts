@@ -4,7 +4,7 @@
 // configuration), so the dashboard reads the first plugin that serves GET clients.
 
 import { api, pluginPath, send } from "./api";
-import type { ClientsAnswer, GroupPaused, GroupsAnswer, NamedClient, NamedClientAnswer } from "./shapes";
+import type { ClientsAnswer, GroupPaused, NamedClient, NamedClientAnswer } from "./shapes";
 
 export type { ClientGroup, ClientsAnswer, NamedClient, SeenClient } from "./shapes";
 
@@ -21,8 +21,6 @@ export function suggestedName(hostname: string | null): string {
 }
 
 export const loadClients = (tag: string): Promise<ClientsAnswer> => api<ClientsAnswer>(pluginPath(tag, "clients"));
-
-export const loadGroups = (tag: string): Promise<GroupsAnswer> => api<GroupsAnswer>(pluginPath(tag, "groups"));
 
 /** What identifies a client the page names: its MAC when known, else its address; and the client id it presented, if any. */
 export interface Identity {
