@@ -52,6 +52,7 @@ import { hasWantedAnsMatcher } from "./matchers/has-wanted-ans.js";
 import { questionMatcher } from "./matchers/question.js";
 import { randomMatcher } from "./matchers/random.js";
 import { rateLimiterMatcher } from "./matchers/rate-limiter.js";
+import { scheduleMatcher } from "./matchers/schedule.js";
 import { stringExpMatcher } from "./matchers/string-exp.js";
 import { adguardRule } from "./providers/adguard-rule.js";
 import { domainSet } from "./providers/domain-set.js";
@@ -129,6 +130,7 @@ export const PLUGIN_DEFINITIONS: readonly AnyDefinition[] = [
   envMatcher,
   randomMatcher,
   rateLimiterMatcher,
+  scheduleMatcher,
   stringExpMatcher,
   questionMatcher,
   // providers

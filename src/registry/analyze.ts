@@ -89,13 +89,17 @@ class Analyzer implements CheckEnv {
     return this.names.get(space) ?? null;
   }
 
-  /** Reads the names declaring plugins declare, before any plugin's check may ask for them (a plugin with bad args declares nothing). */
+  /**
+   * Reads the names declaring plugins declare, before any plugin's check may ask for them. Args the
+   * schema refuses declare nothing; args only the plugin's own check refuses still declare (a bad MAC
+   * is reported once, at its line, not again at every `client` naming that client).
+   */
   collectNames(plugins: readonly PluginConfig[]): void {
     const declaring: { tag: string; def: AnyDefinition; args: unknown }[] = [];
     for (const p of plugins) {
       const found = this.lookup(p.type);
       if (!("def" in found) || !found.def.declares) continue;
-      const r = resolveArgs(found.def, p.args, this);
+      const r = resolveArgs({ ...found.def, check: undefined }, p.args, this);
       if (r.problems.length === 0) declaring.push({ tag: p.tag, def: found.def, args: r.args });
     }
     this.names = collectDeclared(declaring);

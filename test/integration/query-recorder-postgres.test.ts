@@ -112,7 +112,7 @@ describe("PostgreSQL query store", () => {
       expect((await apiJson<{ rows: unknown[] }>(s, `${R}/stats/rcode?instance=a`)).rows).toEqual([{ key: "NOERROR", count: 1, share: 1 }]);
       expect((await apiJson<{ rows: unknown[] }>(s, `${R}/stats/qtype`)).rows).toEqual([{ key: "A", count: 3, share: 1 }]);
       expect((await apiJson<{ rows: { key: string }[] }>(s, `${R}/stats/top_qnames?limit=2`)).rows).toHaveLength(2);
-      expect((await apiJson<{ sample_size: number; rows: { key: string; count: number }[] }>(s, `${R}/stats/top_clients`)).rows).toEqual([{ key: "127.0.0.1", count: 3, share: 1 }]);
+      expect((await apiJson<{ sample_size: number; rows: { key: string; count: number }[] }>(s, `${R}/stats/top_clients`)).rows).toEqual([{ key: "127.0.0.1", count: 3, share: 1, client_ip: "127.0.0.1", client_name: null }]);
       const plugins = await apiJson<{ sample_size: number; rows: { tag: string; kind: string; checked: number; matched: number }[] }>(s, `${R}/stats/plugins?kind=matcher`);
       expect(plugins.rows).toEqual([{ kind: "matcher", tag: "blocked", checked: 3, matched: 1, executed: 0, query_total: 3, query_share: 1 }]);
       const latency = await apiJson<{ sample_size: number; p50_ms: number; histogram: { count: number }[]; slow_top: unknown[] }>(s, `${R}/stats/latency`);

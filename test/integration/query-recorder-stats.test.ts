@@ -82,7 +82,7 @@ describe("known traffic (58 queries)", () => {
       ],
     });
     expect(await apiJson<Rows>(s, `${R}/stats/qtype`)).toEqual({ ok: true, sample_size: 58, rows: [{ key: "A", count: 54, share: share(54) }, { key: "AAAA", count: 4, share: share(4) }] });
-    expect(await apiJson<Rows>(s, `${R}/stats/top_clients`)).toEqual({ ok: true, sample_size: 58, rows: [{ key: "127.0.0.1", count: 52, share: share(52) }, { key: "::1", count: 6, share: share(6) }] });
+    expect(await apiJson<Rows>(s, `${R}/stats/top_clients`)).toEqual({ ok: true, sample_size: 58, rows: [{ key: "127.0.0.1", count: 52, share: share(52), client_ip: "127.0.0.1", client_name: null }, { key: "::1", count: 6, share: share(6), client_ip: "::1", client_name: null }] });
     const names = await apiJson<Rows>(s, `${R}/stats/top_qnames`);
     expect(names.rows.map((r) => [r.key, r.count])).toEqual([
       ["a1.stats.test.", 16],
@@ -94,7 +94,7 @@ describe("known traffic (58 queries)", () => {
     ]);
     expect((await apiJson<Rows>(s, `${R}/stats/top_qnames?limit=2`)).rows.map((r) => r.key)).toEqual(["a1.stats.test.", "a0.stats.test."]);
     // Filters narrow the sample; matcher_tag keeps the records in which that matcher matched.
-    expect(await apiJson<Rows>(s, `${R}/stats/top_clients?matcher_tag=is_blocked`)).toEqual({ ok: true, sample_size: 10, rows: [{ key: "127.0.0.1", count: 10, share: 1 }] });
+    expect(await apiJson<Rows>(s, `${R}/stats/top_clients?matcher_tag=is_blocked`)).toEqual({ ok: true, sample_size: 10, rows: [{ key: "127.0.0.1", count: 10, share: 1, client_ip: "127.0.0.1", client_name: null }] });
     expect((await apiJson<Rows>(s, `${R}/stats/rcode?client_ip=::1`)).rows).toEqual([{ key: "NOERROR", count: 6, share: 1 }]);
     expect((await apiJson<Rows>(s, `${R}/stats/qtype?status=error`)).sample_size).toBe(3);
   });

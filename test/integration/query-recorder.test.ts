@@ -96,7 +96,7 @@ describe("a record", () => {
     const r = await byName("a.up.test");
     expect(Object.keys(r).sort()).toEqual(
       [
-        "id", "created_at_ms", "elapsed_ms", "elapsed_us", "request_id", "client_ip", "instance", "questions_json", "req_rd", "req_cd", "req_ad", "req_opcode", "req_edns_json", "error", "has_response", "rcode",
+        "id", "created_at_ms", "elapsed_ms", "elapsed_us", "request_id", "client_ip", "client_name", "client_groups", "instance", "questions_json", "req_rd", "req_cd", "req_ad", "req_opcode", "req_edns_json", "error", "has_response", "rcode",
         "resp_aa", "resp_tc", "resp_ra", "resp_ad", "resp_cd", "answer_count", "authority_count", "additional_count", "answers_json", "authorities_json", "additionals_json", "signature_json", "resp_edns_json",
       ].sort(),
     );
@@ -108,6 +108,9 @@ describe("a record", () => {
     expect(r).toMatchObject({
       request_id: 0x1234,
       client_ip: "127.0.0.1",
+      // No clients provider: no name, no groups.
+      client_name: null,
+      client_groups: [],
       // No cluster section: the host name.
       instance: hostname(),
       // The name as the client wrote it (0x20 case kept).

@@ -2,7 +2,8 @@
 // writer, the split of a time range into rollup buckets and raw edges, and the filters.
 import { describe, expect, test } from "vitest";
 import type { PathEvent } from "../../src/engine/context.js";
-import { BatchBuilder, KIND_CODES, OUTCOME_CODES, readBatch, StringTable } from "../../src/plugins/executors/query-recorder/batch.js";
+import type { ClientIdentity } from "../../src/engine/clients.js";
+import { BatchBuilder, ClientTable, KIND_CODES, NO_CLIENT, OUTCOME_CODES, readBatch, StringTable } from "../../src/plugins/executors/query-recorder/batch.js";
 import { filterSql, onlyTime, parseFilter } from "../../src/plugins/executors/query-recorder/filters.js";
 import { HOUR_MS, LATENCY_HOURS, LATENCY_MINUTES, MINUTE_MS } from "../../src/plugins/executors/query-recorder/rollups.js";
 import { OUTCOME_ERROR, OUTCOME_NO_RESPONSE } from "../../src/plugins/executors/query-recorder/schema.js";
@@ -10,8 +11,13 @@ import { plan } from "../../src/plugins/executors/query-recorder/stats.js";
 import { RouteError } from "../../src/registry/control.js";
 
 describe("batches", () => {
+  const identity = (name: string | null, groups: string[]): ClientIdentity => ({ name, groups, memberOf: new Set(name === null ? groups : [name, ...groups]), paused: false });
+
   test("what the DNS thread appends is what the writer reads, across growth and many addresses", () => {
     const strings = new StringTable();
+    const clients = new ClientTable();
+    // Equal group sets of different identities share one set; a client seen but not named has groups and no name.
+    const identities = [null, identity("annas-phone", ["kids", "guests"]), identity(null, ["guests"]), identity("tv", ["kids", "guests"]), identity("laptop", [])];
     const b = new BatchBuilder(64);
     const path: PathEvent[] = [
       { sequenceTag: "outer", nodeIndex: 0, kind: "executor", tag: "before", outcome: "entered" },
@@ -24,11 +30,20 @@ describe("batches", () => {
       query: Buffer.from(Array.from({ length: 20 + (i % 7) }, (_, j) => (i + j) & 0xff)),
       response: i % 3 === 0 ? null : Buffer.alloc(30 + i, i & 0xff),
       clientIp: i % 2 === 0 ? `192.0.2.${i % 50}` : `2001:db8::${i}`,
+      clientName: identities[i % 5]?.name ?? null,
+      clientGroups: identities[i % 5]?.groups ?? [],
       error: i % 5 === 0 ? `upstream «${i}» failed` : null,
     }));
-    for (const r of want) b.append(r.createdAtMs, r.elapsedUs, r.query, r.response, r.clientIp, r.error, path, 1, strings);
+    want.forEach((r, i) => {
+      const who = identities[i % 5];
+      b.append(r.createdAtMs, r.elapsedUs, r.query, r.response, r.clientIp, who === null ? NO_CLIENT : clients.of(who), r.error, path, 1, strings);
+    });
     expect(b.count).toBe(300);
-    const got = readBatch(b.take(), b.count, strings.list, b.ips);
+    expect(clients.names.list).toEqual(["annas-phone", "tv", "laptop"]);
+    expect(clients.sets).toEqual([[], ["kids", "guests"], ["guests"]]);
+    // The same identity object is one lookup: the very reference it was given before.
+    expect(clients.of(identities[1] as ClientIdentity)).toBe(clients.of(identities[1] as ClientIdentity));
+    const got = readBatch(b.take(), b.count, strings.list, b.ips, { names: clients.names.list, sets: clients.sets });
     expect(got).toHaveLength(300);
     got.forEach((r, i) => {
       const w = want[i];
@@ -77,7 +92,7 @@ describe("plan", () => {
 
 describe("filters", () => {
   test("values are parsed and normalised; empty ones are absent", () => {
-    expect(parseFilter({})).toEqual({ sinceMs: null, untilMs: null, qname: null, clientIp: null, qtype: null, outcome: null, status: "all", matcherTag: null, instance: null });
+    expect(parseFilter({})).toEqual({ sinceMs: null, untilMs: null, qname: null, clientIp: null, qtype: null, outcome: null, status: "all", matcherTag: null, instance: null, clientName: null, group: null });
     expect(onlyTime(parseFilter({ since_ms: 5, qname: " ", rcode: "" }))).toBe(true);
     const f = parseFilter({ qname: " Example.COM ", client_ip: "FD00::", qtype: "aaaa", rcode: "nxdomain", status: "ERROR", matcher_tag: "ads" });
     expect(f).toMatchObject({ qname: "example.com", clientIp: "fd00::", qtype: 28, outcome: 3, status: "error", matcherTag: "ads" });
@@ -86,9 +101,12 @@ describe("filters", () => {
     expect(parseFilter({ qtype: "TYPE65" }).qtype).toBe(65);
     expect(parseFilter({ instance: " sluice-a " }).instance).toBe("sluice-a");
     expect(onlyTime(parseFilter({ instance: "b" }))).toBe(false);
+    expect(parseFilter({ client_name: " Annas-Phone ", group: "kids" })).toMatchObject({ clientName: "Annas-Phone", group: "kids" });
+    expect(onlyTime(parseFilter({ client_name: "tv" }))).toBe(false);
+    expect(onlyTime(parseFilter({ group: "kids" }))).toBe(false);
   });
 
-  test.each([{ qtype: "NOPE" }, { rcode: "FAILED" }, { status: "some" }, { since_ms: 10, until_ms: 9 }, { since_ms: "x" }, { qname: "a".repeat(300) }, { instance: "a b" }, { instance: "-x" }, { instance: "a".repeat(254) }])("%j is invalid_query", (q) => {
+  test.each([{ qtype: "NOPE" }, { rcode: "FAILED" }, { status: "some" }, { since_ms: 10, until_ms: 9 }, { since_ms: "x" }, { qname: "a".repeat(300) }, { instance: "a b" }, { instance: "-x" }, { instance: "a".repeat(254) }, { client_name: "anna phone" }, { client_name: "-x" }, { group: "a,b" }, { group: "k".repeat(64) }])("%j is invalid_query", (q) => {
     let err: unknown;
     try {
       parseFilter(q);

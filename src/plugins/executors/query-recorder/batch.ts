@@ -1,19 +1,21 @@
 // The compact form a captured query travels in from the DNS thread to the writer: records appended
 // back to back into one ArrayBuffer per batch (transferred, not copied, to the worker), with plugin
-// and sequence tags interned as small numbers for the recorder's life and client addresses for the
-// batch's. Appending is a few byte stores and two memcpys; no object, string or JSON is built per
-// query. The writer decodes it with `readBatch`.
+// and sequence tags interned as small numbers for the recorder's life, client names and group sets
+// likewise (ClientTable), and client addresses for the batch's. Appending is a few byte stores and
+// two memcpys; no object, string or JSON is built per query. The writer decodes it with `readBatch`.
 //
 // Record layout (little-endian):
 //   0 u32 record length   4 f64 created_at_ms   12 u32 elapsed_us   16 u16 query bytes
 //  18 u16 response bytes 20 u16 error bytes     22 u16 path events  24 u8 flags  25 u8 unused
 //  26 u16 client address (index into the batch's list)
-//  28 query, response, error (utf8), events (EVENT_BYTES each)
+//  28 u32 client name (ClientTable name id + 1; 0: no name)   32 u32 group set (ClientTable set id; 0: none)
+//  36 query, response, error (utf8), events (EVENT_BYTES each)
 // Event: u16 sequence tag, u16 tag, i32 node index (-1: none), u8 kind, u8 outcome.
 
+import type { ClientIdentity } from "../../../engine/clients.js";
 import type { PathEvent } from "../../../engine/context.js";
 
-const HEADER = 28;
+const HEADER = 36;
 const EVENT_BYTES = 10;
 const FLAG_RESPONSE = 1;
 const FLAG_ERROR = 2;
@@ -41,6 +43,44 @@ export class StringTable {
       this.list.push(s);
     }
     return id;
+  }
+}
+
+/** A record's client name and group set as ClientTable numbers: [name id + 1 (0: none), set id (0: no group)]. */
+export type ClientRef = readonly [number, number];
+
+/** The reference of a query no `clients` provider identified. */
+export const NO_CLIENT: ClientRef = [0, 0];
+
+/**
+ * Client names and group sets interned for the recorder's life; the writer receives the new ones
+ * with each batch. The `clients` provider hands out one identity object per origin and replaces it
+ * when what it knows changes, so a query costs one WeakMap lookup; a new identity costs a join.
+ * Grows with the distinct names and group combinations a directory ever gives (declared and named
+ * clients, not addresses), which stay few.
+ */
+export class ClientTable {
+  readonly names = new StringTable();
+  /** Group sets in the order the provider lists them; set 0 is no group. */
+  readonly sets: (readonly string[])[] = [[]];
+  private readonly setIds = new Map<string, number>([["", 0]]);
+  private readonly known = new WeakMap<ClientIdentity, ClientRef>();
+
+  of(identity: ClientIdentity): ClientRef {
+    let ref = this.known.get(identity);
+    if (ref === undefined) {
+      // Group names have no commas (the provider's name pattern).
+      const key = identity.groups.join(",");
+      let set = this.setIds.get(key);
+      if (set === undefined) {
+        set = this.sets.length;
+        this.setIds.set(key, set);
+        this.sets.push([...identity.groups]);
+      }
+      ref = [identity.name === null ? 0 : this.names.id(identity.name) + 1, set];
+      this.known.set(identity, ref);
+    }
+    return ref;
   }
 }
 
@@ -88,8 +128,8 @@ export class BatchBuilder {
     return this.off;
   }
 
-  /** Appends one record. `events` are path[from..]; `response` null when there is none (or an error). */
-  append(createdAtMs: number, elapsedUs: number, query: Uint8Array, response: Uint8Array | null, clientIp: string, error: string | null, events: readonly PathEvent[] | null, from: number, strings: StringTable): void {
+  /** Appends one record. `events` are path[from..]; `response` null when there is none (or an error); `client` from ClientTable.of. */
+  append(createdAtMs: number, elapsedUs: number, query: Uint8Array, response: Uint8Array | null, clientIp: string, client: ClientRef, error: string | null, events: readonly PathEvent[] | null, from: number, strings: StringTable): void {
     const qLen = Math.min(query.length, 0xffff);
     const rLen = response === null ? 0 : Math.min(response.length, 0xffff);
     const errText = error === null ? "" : error.length > MAX_ERROR_BYTES ? error.slice(0, MAX_ERROR_BYTES) : error;
@@ -130,6 +170,8 @@ export class BatchBuilder {
     put16(b, start + 22, nEvents);
     b[start + 24] = (response !== null ? FLAG_RESPONSE : 0) | (error !== null ? FLAG_ERROR : 0);
     put16(b, start + 26, this.ipIndex(clientIp));
+    put32(b, start + 28, client[0]);
+    put32(b, start + 32, client[1]);
     this.off = p;
     this.count++;
   }
@@ -164,12 +206,24 @@ export interface BatchRecord {
   query: Buffer;
   response: Buffer | null;
   clientIp: string;
+  /** The client's name when the `clients` provider knew one. */
+  clientName: string | null;
+  /** Its groups (shared between records of the same set: read only). */
+  clientGroups: readonly string[];
   error: string | null;
   steps: StepEvent[];
 }
 
-/** Decodes every record of a batch; `strings` is the writer's copy of the tag table, `ips` the batch's addresses. */
-export function readBatch(data: ArrayBuffer, count: number, strings: readonly string[], ips: readonly string[]): BatchRecord[] {
+/** The writer's copies of a ClientTable (names by id, group sets by id). */
+export interface ClientLists {
+  names: readonly string[];
+  sets: readonly (readonly string[])[];
+}
+
+const NO_GROUPS: readonly string[] = [];
+
+/** Decodes every record of a batch; `strings` is the writer's copy of the tag table, `ips` the batch's addresses, `clients` its copy of the ClientTable. */
+export function readBatch(data: ArrayBuffer, count: number, strings: readonly string[], ips: readonly string[], clients: ClientLists): BatchRecord[] {
   const b = Buffer.from(data);
   const out: BatchRecord[] = [];
   let p = 0;
@@ -181,6 +235,9 @@ export function readBatch(data: ArrayBuffer, count: number, strings: readonly st
     const nEvents = b.readUInt16LE(p + 22);
     const flags = b[p + 24];
     const clientIp = ips[b.readUInt16LE(p + 26)] ?? "";
+    const nameRef = b.readUInt32LE(p + 28);
+    const clientName = nameRef === 0 ? null : (clients.names[nameRef - 1] ?? null);
+    const clientGroups = clients.sets[b.readUInt32LE(p + 32)] ?? NO_GROUPS;
     let q = p + HEADER;
     const query = b.subarray(q, q + qLen);
     q += qLen;
@@ -193,7 +250,7 @@ export function readBatch(data: ArrayBuffer, count: number, strings: readonly st
       const node = b.readInt32LE(q + 4);
       steps.push({ sequenceTag: strings[b.readUInt16LE(q)] ?? "?", tag: strings[b.readUInt16LE(q + 2)] ?? "?", nodeIndex: node < 0 ? null : node, kind: b[q + 8], outcome: b[q + 9] });
     }
-    out.push({ createdAtMs: b.readDoubleLE(p + 4), elapsedUs: b.readUInt32LE(p + 12), query, response, clientIp, error, steps });
+    out.push({ createdAtMs: b.readDoubleLE(p + 4), elapsedUs: b.readUInt32LE(p + 12), query, response, clientIp, clientName, clientGroups, error, steps });
     p += len;
   }
   return out;

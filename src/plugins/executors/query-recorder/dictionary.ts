@@ -38,3 +38,42 @@ export class Dictionary {
     this.cache.clear();
   }
 }
+
+/**
+ * Group sets (schema 4): a set is one row of group_sets_v2 (its groups comma-separated, in the
+ * provider's order) and one row of group_members_v2 per group, so `group=` finds every set that
+ * holds a group through the members' primary key. Keyed in memory by the writer's shared set
+ * arrays, so a record costs a WeakMap lookup.
+ */
+export class GroupSets {
+  private cache = new WeakMap<readonly string[], number>();
+  private readonly select: Statement<[string], number>;
+  private readonly insert: Statement<[string]>;
+  private readonly member: Statement<[string, number]>;
+
+  constructor(db: Database) {
+    this.select = db.prepare<[string], number>("SELECT id FROM group_sets_v2 WHERE groups = ?").pluck();
+    this.insert = db.prepare<[string]>("INSERT INTO group_sets_v2 (groups) VALUES (?)");
+    this.member = db.prepare<[string, number]>("INSERT OR IGNORE INTO group_members_v2 (group_name, set_id) VALUES (?, ?)");
+  }
+
+  /** The id of the set, added when new; null for no group. Call inside the writer's transaction. */
+  id(groups: readonly string[]): number | null {
+    if (groups.length === 0) return null;
+    let id = this.cache.get(groups);
+    if (id !== undefined) return id;
+    const text = groups.join(",");
+    id = this.select.get(text);
+    if (id === undefined) {
+      id = Number(this.insert.run(text).lastInsertRowid);
+      for (const g of groups) this.member.run(g, id);
+    }
+    this.cache.set(groups, id);
+    return id;
+  }
+
+  /** Forgets the cached ids (after rows of the table were deleted). */
+  reset(): void {
+    this.cache = new WeakMap();
+  }
+}

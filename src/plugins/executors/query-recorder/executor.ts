@@ -15,7 +15,7 @@ import type { Logger } from "../../../observability/logger.js";
 import type { MetricsHub } from "../../../observability/metrics.js";
 import type { EventSink } from "../../../registry/control.js";
 import type { ExecutorPlugin } from "../../../registry/types.js";
-import { BatchBuilder, StringTable } from "./batch.js";
+import { BatchBuilder, ClientTable, NO_CLIENT, StringTable } from "./batch.js";
 import type { ReadRequest } from "./filters.js";
 import type { PgOptions } from "./pg-schema.js";
 import { recorderMetrics, type RecorderMetrics } from "./metrics.js";
@@ -59,6 +59,8 @@ function errorText(err: unknown): string {
 export class QueryRecorder implements ExecutorPlugin {
   readonly continuation = true;
   private readonly strings = new StringTable();
+  /** Client names and group sets of the records (batch.ts). */
+  private readonly clients = new ClientTable();
   private batch: BatchBuilder;
   /** Records captured (or reserved by a query in flight) and not yet committed or lost. */
   private queued = 0;
@@ -69,8 +71,10 @@ export class QueryRecorder implements ExecutorPlugin {
   /** Arrival time of the last record captured (ms since the epoch). */
   private lastAtMs = 0;
   private writer: WriterLink | null = null;
-  /** Interned tags the current writer has been sent. */
+  /** Interned tags, client names and group sets the current writer has been sent. */
   private stringsSent = 0;
+  private clientNamesSent = 0;
+  private groupSetsSent = 0;
   private readonly readers: ReaderPool;
   readonly streams: RecordStreams;
   private readonly metrics: RecorderMetrics;
@@ -155,7 +159,8 @@ export class QueryRecorder implements ExecutorPlugin {
     // clock is slewed): a record is never older than the one before it, so newest-first stays arrival order.
     const at = Math.max(started + this.clockOffset, this.lastAtMs);
     this.lastAtMs = at;
-    this.batch.append(at, elapsedUs, query, response, ctx.clientIp, error, path, from, this.strings);
+    const client = ctx.client;
+    this.batch.append(at, elapsedUs, query, response, ctx.clientIp, client === null ? NO_CLIENT : this.clients.of(client), error, path, from, this.strings);
     if (this.batch.count >= this.options.batchSize) this.flush();
   }
 
@@ -176,8 +181,23 @@ export class QueryRecorder implements ExecutorPlugin {
 
   private send(data: ArrayBuffer, count: number, ips: string[]): void {
     const list = this.strings.list;
-    const m: WriterRequest = { t: "batch", stringsFrom: this.stringsSent, strings: list.slice(this.stringsSent), ips, data, count };
+    const names = this.clients.names.list;
+    const sets = this.clients.sets;
+    const m: WriterRequest = {
+      t: "batch",
+      stringsFrom: this.stringsSent,
+      strings: list.slice(this.stringsSent),
+      clientNamesFrom: this.clientNamesSent,
+      clientNames: names.slice(this.clientNamesSent),
+      groupSetsFrom: this.groupSetsSent,
+      groupSets: sets.slice(this.groupSetsSent),
+      ips,
+      data,
+      count,
+    };
     this.stringsSent = list.length;
+    this.clientNamesSent = names.length;
+    this.groupSetsSent = sets.length;
     (this.writer as WriterLink).post(m, [data]);
     this.metrics.queue.value = this.queued;
   }
@@ -234,6 +254,8 @@ export class QueryRecorder implements ExecutorPlugin {
     this.metrics.dbBytes.value = dbBytes;
     this.writer = link;
     this.stringsSent = 0;
+    this.clientNamesSent = 0;
+    this.groupSetsSent = 0;
     for (const b of this.held.splice(0)) this.send(b.data, b.count, b.ips);
     this.streams.writerStarted();
   }

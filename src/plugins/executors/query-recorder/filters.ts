@@ -4,6 +4,7 @@
 
 import { parseRcode, parseType } from "../../../dns/constants.js";
 import { RouteError } from "../../../registry/control.js";
+import { NAME_PATTERN } from "../../providers/clients/args.js";
 import { OUTCOME_ERROR, OUTCOME_NO_RESPONSE } from "./schema.js";
 
 export type Status = "all" | "error" | "has_response" | "no_response";
@@ -24,14 +25,22 @@ export interface Filter {
   matcherTag: string | null;
   /** Records of this Sluice instance (exact name). */
   instance: string | null;
+  /** Records of the client of this name (exact, as the `clients` provider named it). */
+  clientName: string | null;
+  /** Records of clients in this group (exact name). */
+  group: string | null;
 }
+
+/** How stats/top_clients groups records: per address, or per client name (unnamed clients per address). */
+export type TopClientsBy = "ip" | "name";
 
 
 export type ReadRequest =
   | { op: "records"; filter: Filter; cursor: { createdAtMs: number; id: number } | null; limit: number }
   | { op: "record"; id: number }
   | { op: "stats"; stat: "plugins"; filter: Filter; kind: PluginKind }
-  | { op: "stats"; stat: "top_clients" | "top_qnames"; filter: Filter; limit: number }
+  | { op: "stats"; stat: "top_clients"; filter: Filter; limit: number; by: TopClientsBy }
+  | { op: "stats"; stat: "top_qnames"; filter: Filter; limit: number }
   | { op: "stats"; stat: "qtype" | "rcode"; filter: Filter }
   | { op: "stats"; stat: "latency"; filter: Filter; slowLimit: number }
   | { op: "stats"; stat: "timeseries"; filter: Filter; bucketMs: number; buckets: number; nowMs: number };
@@ -56,6 +65,14 @@ function int(q: Record<string, unknown>, key: string): number | null {
 
 /** An instance name: what `cluster.instance` allows, or a host name (up to 253 characters). */
 export const INSTANCE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
+/** A client or group name, as the `clients` provider allows them. */
+const CLIENT_NAME = new RegExp(NAME_PATTERN);
+
+function clientName(q: Record<string, unknown>, key: "client_name" | "group", what: string): string | null {
+  const v = text(q, key);
+  if (v !== null && !CLIENT_NAME.test(v)) throw invalid(`${key} '${v.slice(0, 70)}' is not a ${what} name (letters, digits, '.', '_', '-'; at most 63)`);
+  return v;
+}
 
 export function parseFilter(q: Record<string, unknown>): Filter {
   const sinceMs = int(q, "since_ms");
@@ -82,17 +99,19 @@ export function parseFilter(q: Record<string, unknown>): Filter {
   if (qname === "") qname = null;
   const instance = text(q, "instance");
   if (instance !== null && !INSTANCE.test(instance)) throw invalid(`instance '${instance.slice(0, 70)}' is not an instance name (letters, digits, '_', '.', '-')`);
-  return { sinceMs, untilMs, qname, clientIp, qtype, outcome, status, matcherTag: text(q, "matcher_tag"), instance };
+  return { sinceMs, untilMs, qname, clientIp, qtype, outcome, status, matcherTag: text(q, "matcher_tag"), instance, clientName: clientName(q, "client_name", "client"), group: clientName(q, "group", "group") };
 }
 
 /** Only a time range: the rollups can answer. */
-export const onlyTime = (f: Filter): boolean => f.qname === null && f.clientIp === null && f.qtype === null && f.outcome === null && f.status === "all" && f.matcherTag === null && f.instance === null;
+export const onlyTime = (f: Filter): boolean =>
+  f.qname === null && f.clientIp === null && f.qtype === null && f.outcome === null && f.status === "all" && f.matcherTag === null && f.instance === null && f.clientName === null && f.group === null;
 
 const like = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * The WHERE clause (on records_v2 as `r`) for the filters other than time, and its parameters.
- * Every column it tests but `instance` is in records_v2_time, so a scan rarely reads the table itself.
+ * Every column it tests but `instance` is in records_v2_time, so a scan rarely reads the table itself
+ * (a client name or a group is looked up once, by its dictionary's index, then tested in the index).
  */
 export function filterSql(f: Filter): { sql: string; params: unknown[] } {
   const conds: string[] = [];
@@ -120,6 +139,14 @@ export function filterSql(f: Filter): { sql: string; params: unknown[] } {
   if (f.matcherTag !== null) {
     conds.push("r.id IN (SELECT record_id FROM steps_v2 WHERE kind = 0 AND outcome = 0 AND tag = (SELECT id FROM tags_v2 WHERE tag = ?))");
     params.push(f.matcherTag);
+  }
+  if (f.clientName !== null) {
+    conds.push("r.client_name_id = (SELECT id FROM client_names_v2 WHERE name = ?)");
+    params.push(f.clientName);
+  }
+  if (f.group !== null) {
+    conds.push("r.group_set_id IN (SELECT set_id FROM group_members_v2 WHERE group_name = ?)");
+    params.push(f.group);
   }
   if (f.instance !== null) {
     // Not in the time index: a SQLite store rarely holds more than one instance's records.

@@ -17,6 +17,10 @@ export interface RawRecord {
   createdAtMs: number;
   elapsedUs: number;
   clientIp: string;
+  /** The client's name when the `clients` provider knew one (schema 4; null before). */
+  clientName: string | null;
+  /** The client's groups, in the provider's order. */
+  clientGroups: readonly string[];
   /** The Sluice instance that recorded it. */
   instance: string;
   outcome: number;
@@ -112,6 +116,8 @@ export function recordFields(r: RawRecord): Record<string, unknown> {
     elapsed_us: r.elapsedUs,
     request_id: header16(r.query, 0),
     client_ip: r.clientIp,
+    client_name: r.clientName,
+    client_groups: r.clientGroups,
     instance: r.instance,
     questions_json: (q?.questions ?? []).map((x) => ({ name: x.name === "" ? "." : `${x.name}.`, qtype: typeName(x.type), qclass: className(x.class) })),
     req_rd: (qflags & FLAG.RD) !== 0,

@@ -6,12 +6,12 @@
 import type pg from "pg";
 import { typeName } from "../../../dns/constants.js";
 import { RouteError } from "../../../registry/control.js";
-import type { Filter, PluginKind, ReadRequest } from "./filters.js";
+import type { Filter, PluginKind, ReadRequest, TopClientsBy } from "./filters.js";
 import { outcomeKey, recordDetail, recordFields, type RawRecord, type RawStep } from "./json.js";
 import { pgNames, type PgStep } from "./pg-schema.js";
 import { latencyBucketSql } from "./rollups.js";
 import { OUTCOME_ERROR, OUTCOME_NO_RESPONSE } from "./schema.js";
-import { byCount, KIND_CODE, latencyBody, pluginsBody, timeseriesBody, timeseriesWindow } from "./stats.js";
+import { byCount, KIND_CODE, latencyBody, pluginsBody, timeseriesBody, timeseriesWindow, type TopClientRow } from "./stats.js";
 
 type Db = pg.Client;
 
@@ -43,6 +43,9 @@ function pgWhere(f: Filter, p: Params, window?: [number, number]): string {
   else if (f.status === "no_response") conds.push(`r.outcome = ${OUTCOME_NO_RESPONSE}`);
   if (f.matcherTag !== null) conds.push(`r.steps @> ${p.add(JSON.stringify([{ k: 0, o: 0, t: f.matcherTag }]))}::jsonb`);
   if (f.instance !== null) conds.push(`r.instance = ${p.add(f.instance)}`);
+  if (f.clientName !== null) conds.push(`r.client_name = ${p.add(f.clientName)}`);
+  // Containment, so the GIN index on client_groups can answer.
+  if (f.group !== null) conds.push(`r.client_groups @> ARRAY[${p.add(f.group)}::text]`);
   return conds.join(" AND ");
 }
 
@@ -51,6 +54,8 @@ interface RecordRow {
   created_at_ms: string;
   elapsed_us: string;
   client_ip: string;
+  client_name: string | null;
+  client_groups: string[];
   instance: string;
   outcome: number;
   error: string | null;
@@ -59,10 +64,22 @@ interface RecordRow {
   steps: PgStep[];
 }
 
-const ROW_COLUMNS = "r.id, r.created_at_ms, r.elapsed_us, r.client_ip, r.instance, r.outcome, r.error, r.query, r.response";
+const ROW_COLUMNS = "r.id, r.created_at_ms, r.elapsed_us, r.client_ip, r.client_name, r.client_groups, r.instance, r.outcome, r.error, r.query, r.response";
 
 export function rawRecord(row: RecordRow): RawRecord {
-  return { id: Number(row.id), createdAtMs: Number(row.created_at_ms), elapsedUs: Number(row.elapsed_us), clientIp: row.client_ip, instance: row.instance, outcome: row.outcome, error: row.error, query: row.query, response: row.response };
+  return {
+    id: Number(row.id),
+    createdAtMs: Number(row.created_at_ms),
+    elapsedUs: Number(row.elapsed_us),
+    clientIp: row.client_ip,
+    clientName: row.client_name,
+    clientGroups: row.client_groups,
+    instance: row.instance,
+    outcome: row.outcome,
+    error: row.error,
+    query: row.query,
+    response: row.response,
+  };
 }
 
 export function rawSteps(steps: PgStep[]): RawStep[] {
@@ -114,12 +131,27 @@ async function distribution(db: Db, t: string, f: Filter, what: "rcode" | "qtype
   return { ok: true, sample_size: total, rows: byCount(rows, total, rows.length) };
 }
 
-async function top(db: Db, t: string, f: Filter, what: "clients" | "names", limit: number): Promise<object> {
-  const col = what === "clients" ? "client_ip" : "qname";
+async function topNames(db: Db, t: string, f: Filter, limit: number): Promise<object> {
   const p = new Params();
-  const res = await db.query<{ key: string; n: string }>(`SELECT r.${col} AS key, count(*) AS n FROM ${t} r WHERE ${pgWhere(f, p)} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${p.add(limit)}`, p.values);
+  const res = await db.query<{ key: string; n: string }>(`SELECT r.qname AS key, count(*) AS n FROM ${t} r WHERE ${pgWhere(f, p)} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ${p.add(limit)}`, p.values);
   const total = await count(db, t, f);
   return { ok: true, sample_size: total, rows: byCount(res.rows.map((r) => ({ key: r.key, count: Number(r.n) })), total, limit) };
+}
+
+/** stats/top_clients, as stats.ts topClients: pairs (address, name) with their newest record, then grouped by address or by name. */
+async function topClients(db: Db, t: string, f: Filter, by: TopClientsBy, limit: number): Promise<object> {
+  const p = new Params();
+  const pairs = `SELECT r.client_ip, r.client_name, count(*) AS n, max(r.created_at_ms) AS last FROM ${t} r WHERE ${pgWhere(f, p)} GROUP BY 1, 2`;
+  // The newest pair of a row gives its name (by ip) or its address (by name).
+  const newest = (col: string): string => `(array_agg(x.${col} ORDER BY x.last DESC, x.client_name DESC NULLS LAST))[1]`;
+  const group = by === "ip" ? "x.client_ip" : "x.client_name, CASE WHEN x.client_name IS NULL THEN x.client_ip END";
+  const res = await db.query<{ ip: string; name: string | null; n: string }>(
+    `SELECT ${by === "ip" ? "x.client_ip" : newest("client_ip")} AS ip, ${by === "ip" ? newest("client_name") : "x.client_name"} AS name, sum(x.n) AS n FROM (${pairs}) x GROUP BY ${group} ORDER BY 3 DESC, ${by === "ip" ? "1" : "coalesce(x.client_name, min(x.client_ip))"} LIMIT ${p.add(limit)}`,
+    p.values,
+  );
+  const total = await count(db, t, f);
+  const rows = res.rows.map((r): TopClientRow => ({ key: by === "name" ? (r.name ?? r.ip) : r.ip, count: Number(r.n), client_ip: r.ip, client_name: r.name }));
+  return { ok: true, sample_size: total, rows: byCount(rows, total, limit) };
 }
 
 async function latency(db: Db, t: string, f: Filter, slowLimit: number): Promise<object> {
@@ -170,9 +202,9 @@ export function pgAnswer(db: Db, schema: string, req: ReadRequest): Promise<obje
         case "plugins":
           return plugins(db, t, req.filter, req.kind);
         case "top_clients":
-          return top(db, t, req.filter, "clients", req.limit);
+          return topClients(db, t, req.filter, req.by, req.limit);
         case "top_qnames":
-          return top(db, t, req.filter, "names", req.limit);
+          return topNames(db, t, req.filter, req.limit);
         case "qtype":
         case "rcode":
           return distribution(db, t, req.filter, req.stat);

@@ -8,6 +8,11 @@
 // columns fast enough for the stats routes): the question's name and type on the row (the servers
 // answer a query with more than one question FORMERR before any plugin sees it), the wire bytes,
 // and the execution path as a jsonb array.
+//
+// Additions that an older Sluice can live with (a nullable column or one with a default, which its
+// inserts leave out, and indexes) do not take a new version: an older instance sharing the store
+// would refuse it. They are made when missing, found by a look at the catalog under the same lock:
+// the client's name and groups (issue 26), with a b-tree index per name and a GIN index on the groups.
 
 import pg from "pg";
 
@@ -56,6 +61,15 @@ CREATE INDEX IF NOT EXISTS records_v1_time ON ${records} (created_at_ms, id);
 CREATE INDEX IF NOT EXISTS records_v1_instance ON ${records} (instance, created_at_ms, id);
 `;
 
+/** Columns and indexes added to records_v1 since it was made (see the top of this file). */
+const CLIENT_COLUMNS = ["client_name", "client_groups"];
+const CLIENT_INDEXES = ["records_v1_client_name", "records_v1_client_groups"];
+const CLIENTS_DDL = (records: string): string => `
+ALTER TABLE ${records} ADD COLUMN IF NOT EXISTS client_name text, ADD COLUMN IF NOT EXISTS client_groups text[] NOT NULL DEFAULT '{}';
+CREATE INDEX IF NOT EXISTS records_v1_client_name ON ${records} (client_name, created_at_ms, id) WHERE client_name IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_v1_client_groups ON ${records} USING gin (client_groups);
+`;
+
 /** A client for `o`; `readTimeout` sets statement_timeout (readers). Errors of an idle connection are handled by the caller's `onError`. */
 export function pgClient(o: PgOptions, onError: (err: Error) => void, readTimeout = false): pg.Client {
   const c = new pg.Client({
@@ -91,6 +105,10 @@ export async function pgMigrate(c: pg.Client, schema: string): Promise<void> {
       await c.query(V1(n.records));
       await c.query(`INSERT INTO ${n.versions} (version, created_at_ms) VALUES ($1, $2)`, [PG_SCHEMA_VERSION, Date.now()]);
     }
+    // Only when something is missing: the DDL would lock the table each time an instance connects.
+    const cols = await c.query(`SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = ANY($3)`, [schema, `records_v${PG_SCHEMA_VERSION}`, CLIENT_COLUMNS]);
+    const idx = await c.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2)`, [schema, CLIENT_INDEXES]);
+    if (cols.rowCount !== CLIENT_COLUMNS.length || idx.rowCount !== CLIENT_INDEXES.length) await c.query(CLIENTS_DDL(n.records));
     await c.query("COMMIT");
   } catch (err) {
     await c.query("ROLLBACK").catch(() => undefined);

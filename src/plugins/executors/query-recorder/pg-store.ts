@@ -18,10 +18,10 @@ const ROWS_PER_INSERT = 4096;
 const DELETE_CHUNK = 10_000;
 /** One statement for many rows: each column is one array parameter, unnested into rows (the statement is the same for any row count). */
 const INSERT = (table: string): string => `INSERT INTO ${table}
-  (created_at_ms, instance, elapsed_us, client_ip, qname, qtype, question_count, outcome, error, query, response, steps)
-  SELECT u.c, $2, u.e, u.ip, u.qn, u.qt, u.qc, u.oc, u.er, u.q, u.rs, u.st::jsonb
-  FROM unnest($1::bigint[], $3::bigint[], $4::text[], $5::text[], $6::integer[], $7::integer[], $8::integer[], $9::text[], $10::bytea[], $11::bytea[], $12::text[])
-    AS u(c, e, ip, qn, qt, qc, oc, er, q, rs, st)
+  (created_at_ms, instance, elapsed_us, client_ip, qname, qtype, question_count, outcome, error, query, response, steps, client_name, client_groups)
+  SELECT u.c, $2, u.e, u.ip, u.qn, u.qt, u.qc, u.oc, u.er, u.q, u.rs, u.st::jsonb, u.cn, string_to_array(u.cg, ',')
+  FROM unnest($1::bigint[], $3::bigint[], $4::text[], $5::text[], $6::integer[], $7::integer[], $8::integer[], $9::text[], $10::bytea[], $11::bytea[], $12::text[], $13::text[], $14::text[])
+    AS u(c, e, ip, qn, qt, qc, oc, er, q, rs, st, cn, cg)
   RETURNING id`;
 
 /** The id in a writer's NOTIFY payload (`{"instance": …, "id": n}`), or NaN. */
@@ -116,7 +116,7 @@ export class PgRecorderStore {
 
   /** The statement's parameters: one array per column ($2 is the instance, the same for every row). */
   private columns(rows: BatchRecord[]): unknown[] {
-    const cols: unknown[][] = Array.from({ length: 11 }, () => []);
+    const cols: unknown[][] = Array.from({ length: 13 }, () => []);
     for (const r of rows) {
       const questions = questionsOf(r.query);
       const q0 = questions[0];
@@ -134,6 +134,9 @@ export class PgRecorderStore {
         r.query,
         outcome >= 0 ? r.response : null,
         JSON.stringify(steps),
+        r.clientName === null ? null : pgText(r.clientName),
+        // Unnested as text (an array of arrays would be flattened): group names have no commas.
+        pgText(r.clientGroups.join(",")),
       ];
       row.forEach((v, i) => cols[i].push(v));
     }

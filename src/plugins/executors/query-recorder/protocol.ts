@@ -11,8 +11,11 @@ export type { Filter, ReadRequest };
 
 /** To the writer. */
 export type WriterRequest =
-  /** Records of one batch (batch.ts), the interned tags added since the previous batch, and the batch's client addresses. */
-  | { t: "batch"; stringsFrom: number; strings: string[]; ips: string[]; data: ArrayBuffer; count: number }
+  /**
+   * Records of one batch (batch.ts), the interned tags, client names and group sets added since the
+   * previous batch (each list's new entries from its index `…From`), and the batch's client addresses.
+   */
+  | { t: "batch"; stringsFrom: number; strings: string[]; clientNamesFrom: number; clientNames: string[]; groupSetsFrom: number; groupSets: (readonly string[])[]; ips: string[]; data: ArrayBuffer; count: number }
   | { t: "clear"; id: number }
   | { t: "cleanup"; id: number; now: number }
   /** Serialise committed records for the stream (only while someone listens). */

@@ -15,7 +15,7 @@ import { isConnectionError, pgClient, type PgOptions } from "./pg-schema.js";
 import { READER_NICE, type ReaderData, type ReaderJob, type ReaderReply } from "./protocol.js";
 import { recordById, recordsPage } from "./records.js";
 import { configureReader, hasCurrentSchema } from "./schema.js";
-import { distribution, latency, plugins, timeseries, top } from "./stats.js";
+import { distribution, latency, plugins, timeseries, topClients, topNames } from "./stats.js";
 
 const data = workerData as ReaderData;
 if (!parentPort || data?.role !== "query-recorder-reader") throw new Error("reader-worker.ts runs as a query recorder's worker thread");
@@ -41,9 +41,9 @@ function sqliteReader(path: string): (req: ReadRequest) => Promise<string> {
           case "plugins":
             return plugins(db, req.filter, req.kind);
           case "top_clients":
-            return top(db, req.filter, "clients", req.limit);
+            return topClients(db, req.filter, req.by, req.limit);
           case "top_qnames":
-            return top(db, req.filter, "names", req.limit);
+            return topNames(db, req.filter, req.limit);
           case "qtype":
           case "rcode":
             return distribution(db, req.filter, req.stat);

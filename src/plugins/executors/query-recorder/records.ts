@@ -8,12 +8,16 @@ import { filterSql, type Filter } from "./filters.js";
 import { recordDetail, recordFields, type RawRecord, type RawStep } from "./json.js";
 
 type Db = Database.Database;
-type Row = [number, number, number, string, string, number, string | null, Buffer, Buffer | null];
+/** A row of RECORD_SELECT. */
+export type RecordRow = [number, number, number, string, string, number, string | null, Buffer, Buffer | null, string | null, string | null];
 
-const ROW_SQL = "SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.instance, r.outcome, r.error, r.query, r.response FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id WHERE r.id = ?";
+/** A record with its texts (address, client name, group set), from records_v2 as `r`; rawRecord reads its rows. */
+export const RECORD_SELECT =
+  "SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.instance, r.outcome, r.error, r.query, r.response, n.name, g.groups FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id LEFT JOIN client_names_v2 n ON n.id = r.client_name_id LEFT JOIN group_sets_v2 g ON g.id = r.group_set_id";
+const ROW_SQL = `${RECORD_SELECT} WHERE r.id = ?`;
 
-function rawRecord([id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response]: Row): RawRecord {
-  return { id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response };
+export function rawRecord([id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response, clientName, groups]: RecordRow): RawRecord {
+  return { id, createdAtMs, elapsedUs, clientIp, clientName, clientGroups: groups === null ? [] : groups.split(","), instance, outcome, error, query, response };
 }
 
 export function recordsPage(db: Db, f: Filter, cursor: { createdAtMs: number; id: number } | null, limit: number): object {
@@ -31,7 +35,7 @@ export function recordsPage(db: Db, f: Filter, cursor: { createdAtMs: number; id
   const more = ids.length > limit;
   const page = ids.slice(0, limit);
   const one = db.prepare(ROW_SQL).raw();
-  const records = page.map(([id]) => recordFields(rawRecord(one.get(id) as Row)));
+  const records = page.map(([id]) => recordFields(rawRecord(one.get(id) as RecordRow)));
   const last = page[page.length - 1];
   return { ok: true, next_cursor: more && last ? `${last[1]}:${last[0]}` : null, records };
 }
@@ -45,7 +49,7 @@ export function stepsOf(db: Db, id: number): RawStep[] {
 }
 
 export function recordById(db: Db, id: number): object {
-  const row = db.prepare(ROW_SQL).raw().get(id) as Row | undefined;
+  const row = db.prepare(ROW_SQL).raw().get(id) as RecordRow | undefined;
   if (!row) throw new RouteError("record_not_found", `record ${id} does not exist`);
   return { ok: true, record: recordDetail(rawRecord(row), stepsOf(db, id)) };
 }

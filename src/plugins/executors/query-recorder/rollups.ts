@@ -51,6 +51,20 @@ export const LATENCY_MINUTES = rollup("rollup_latency_minutes_v2", MINUTE_MS, [{
 export const LATENCY_HOURS = rollup("rollup_latency_hours_v2", HOUR_MS, [{ col: "bucket_us", expr: latencyBucketSql("r.elapsed_us") }], [count]);
 export const NAMES = rollup("rollup_names_v2", HOUR_MS, [{ col: "name_id", expr: "r.name_id" }], [count, elapsedSum, elapsedMax]);
 export const CLIENTS = rollup("rollup_clients_v2", HOUR_MS, [{ col: "client_id", expr: "r.client_id" }], [count]);
+/**
+ * Schema 4: per address and client name (0: none), with the newest record's time, so top_clients
+ * names each address as it was last known and `by=name` sums a client over its addresses.
+ * (rollup_clients_v2 is still kept: a file opened again by an older Sluice reads it.)
+ */
+export const CLIENT_NAMES = rollup(
+  "rollup_client_names_v2",
+  HOUR_MS,
+  [
+    { col: "client_id", expr: "r.client_id" },
+    { col: "client_name_id", expr: "coalesce(r.client_name_id, 0)" },
+  ],
+  [count, { col: "last_ms", expr: "max(r.created_at_ms)", merge: "max" }],
+);
 /** Per plugin: matcher checks and matches, executor runs (entered) and builtins, and the records that touched it. */
 export const PLUGINS = rollup(
   "rollup_plugins_v2",
@@ -68,7 +82,10 @@ export const PLUGINS = rollup(
   "records_v2 r CROSS JOIN steps_v2 s ON s.record_id = r.id",
 );
 
-export const ROLLUPS: readonly Rollup[] = [OUTCOMES, LATENCY_MINUTES, LATENCY_HOURS, NAMES, CLIENTS, PLUGINS];
+/** The rollups of schema version 2 (its migration creates them). */
+export const V2_ROLLUPS: readonly Rollup[] = [OUTCOMES, LATENCY_MINUTES, LATENCY_HOURS, NAMES, CLIENTS, PLUGINS];
+/** Every rollup the writer keeps. */
+export const ROLLUPS: readonly Rollup[] = [...V2_ROLLUPS, CLIENT_NAMES];
 
 /** The defining aggregate over raw rows that satisfy `where` (on `r`), grouped by bucket and keys. */
 export function rawSelect(r: Rollup, where: string): string {
@@ -78,6 +95,12 @@ export function rawSelect(r: Rollup, where: string): string {
 }
 
 const columns = (r: Rollup): string => ["bucket", ...r.keys.map((k) => k.col), ...r.values.map((v) => v.col)].join(", ");
+
+/** Fills a rollup (emptied first) from every record: a migration that adds one, or a rollup found out of step. */
+export function rebuildRollup(db: Database, r: Rollup): void {
+  db.exec(`DELETE FROM ${r.table}`);
+  db.exec(`INSERT INTO ${r.table} (${columns(r)}) ${rawSelect(r, "1")}`);
+}
 
 /** Prepared statements that keep the rollups in step with the records (writer only). */
 export class RollupMaintainer {

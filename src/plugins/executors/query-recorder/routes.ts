@@ -5,9 +5,9 @@
 
 import { RefusedError, ActorGoneError, jsonReply, RouteError, sseReply, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
 import type { QueryRecorder } from "./executor.js";
-import { parseFilter, type PluginKind, type ReadRequest } from "./filters.js";
+import { parseFilter, type PluginKind, type ReadRequest, type TopClientsBy } from "./filters.js";
 import { HOUR_MS, MINUTE_MS } from "./rollups.js";
-import { latencySchema, pluginStatsSchema, recordAnswerSchema, recordPageSchema, recordsClearedSchema, shareRowsSchema, timeseriesSchema } from "./schemas.js";
+import { latencySchema, pluginStatsSchema, recordAnswerSchema, recordPageSchema, recordsClearedSchema, shareRowsSchema, timeseriesSchema, topClientsSchema } from "./schemas.js";
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 500;
@@ -25,6 +25,8 @@ const filterProps = {
   status: { type: "string", maxLength: 16, description: "all (default), error, has_response, no_response" },
   matcher_tag: { type: "string", maxLength: 256, description: "Only records in which this matcher matched" },
   instance: { type: "string", maxLength: 253, description: "Only records of this Sluice instance (cluster.instance, else the host name)" },
+  client_name: { type: "string", maxLength: 63, description: "Only records of the client of this name (exact, as the clients provider named it)" },
+  group: { type: "string", maxLength: 63, description: "Only records of clients in this group (exact name)" },
 } as const;
 
 const query = (extra: Record<string, object> = {}): object => ({ type: "object", properties: { ...filterProps, ...extra } });
@@ -113,7 +115,14 @@ export const routes: PluginRoute<QueryRecorder>[] = [
     pluginStatsSchema,
     (q) => ({ op: "stats", stat: "plugins", filter: parseFilter(q), kind: q.kind as PluginKind }),
   ),
-  stat("top_clients", "Clients with the most records", topLimit, shareRowsSchema, (q) => ({ op: "stats", stat: "top_clients", filter: parseFilter(q), limit: q.limit as number })),
+  stat(
+    "top_clients",
+    "Clients with the most records",
+    { ...topLimit, by: { type: "string", enum: ["ip", "name"], default: "ip", description: "ip: one row per address; name: one row per client name over all its addresses (clients without a name: per address)" } },
+    topClientsSchema,
+    (q) => ({ op: "stats", stat: "top_clients", filter: parseFilter(q), limit: q.limit as number, by: q.by as TopClientsBy }),
+    "`client_name` is the name the client had at the row's newest record (null when it had none); `client_ip` is the address of that record (by=ip: the row's address).",
+  ),
   stat("top_qnames", "Question names with the most records (lower case, absolute)", topLimit, shareRowsSchema, (q) => ({ op: "stats", stat: "top_qnames", filter: parseFilter(q), limit: q.limit as number })),
   stat("qtype", "Records per question type (of the first question)", {}, shareRowsSchema, (q) => ({ op: "stats", stat: "qtype", filter: parseFilter(q) })),
   stat("rcode", "Records per response code; _ERROR (the pipeline failed) and _NO_RESPONSE", {}, shareRowsSchema, (q) => ({ op: "stats", stat: "rcode", filter: parseFilter(q) })),

@@ -25,6 +25,8 @@ const recordSchema = {
     "elapsed_us",
     "request_id",
     "client_ip",
+    "client_name",
+    "client_groups",
     "instance",
     "questions_json",
     "req_rd",
@@ -56,6 +58,8 @@ const recordSchema = {
     elapsed_us: int,
     request_id: int,
     client_ip: str,
+    client_name: { type: ["string", "null"], description: "The client's name, as the clients provider identified it when the query came (null: no name known)" },
+    client_groups: { type: "array", items: str, description: "The client's groups then, in the provider's order" },
     instance: { type: "string", description: "The Sluice instance that recorded it" },
     questions_json: { type: "array", items: { type: "object", required: ["name", "qtype", "qclass"], properties: { name: str, qtype: str, qclass: str } } },
     req_rd: bool,
@@ -109,6 +113,24 @@ export const shareRowsSchema = {
     ok: bool,
     sample_size: int,
     rows: { type: "array", items: { type: "object", required: ["key", "count", "share"], properties: { key: str, count: int, share: num } } },
+  },
+} as const;
+
+/** stats/top_clients: the share rows with the client's address and name. */
+export const topClientsSchema = {
+  type: "object",
+  required: ["ok", "sample_size", "rows"],
+  properties: {
+    ok: bool,
+    sample_size: int,
+    rows: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["key", "count", "share", "client_ip", "client_name"],
+        properties: { key: str, count: int, share: num, client_ip: str, client_name: { type: ["string", "null"] } },
+      },
+    },
   },
 } as const;
 

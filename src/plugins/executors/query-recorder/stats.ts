@@ -7,9 +7,9 @@
 import type Database from "better-sqlite3";
 import { typeName } from "../../../dns/constants.js";
 import { KIND_NAMES } from "./batch.js";
-import { filterSql, onlyTime, type Filter, type PluginKind } from "./filters.js";
+import { filterSql, onlyTime, type Filter, type PluginKind, type TopClientsBy } from "./filters.js";
 import { outcomeKey } from "./json.js";
-import { CLIENTS, latencyBucketSql, LATENCY_HOURS, LATENCY_MINUTES, NAMES, OUTCOMES, PLUGINS, type Rollup } from "./rollups.js";
+import { CLIENT_NAMES, latencyBucketSql, LATENCY_HOURS, LATENCY_MINUTES, NAMES, OUTCOMES, PLUGINS, type Rollup } from "./rollups.js";
 import { OUTCOME_ERROR, OUTCOME_NO_RESPONSE } from "./schema.js";
 
 type Db = Database.Database;
@@ -94,7 +94,7 @@ function sampleSize(db: Db, f: Filter, window?: [number, number]): number {
 const share = (n: number, total: number): number => (total > 0 ? n / total : 0);
 const ms = (us: number): number => Math.round(us) / 1000;
 
-export function byCount(rows: { key: string; count: number }[], total: number, limit: number): { key: string; count: number; share: number }[] {
+export function byCount<T extends { key: string; count: number }>(rows: T[], total: number, limit: number): (T & { share: number })[] {
   return rows
     .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
     .slice(0, limit)
@@ -110,14 +110,58 @@ export function distribution(db: Db, f: Filter, what: "rcode" | "qtype"): object
   return { ok: true, sample_size: total, rows: byCount(rows, total, rows.length) };
 }
 
-/** stats/top_clients and stats/top_qnames. */
-export function top(db: Db, f: Filter, what: "clients" | "names", limit: number): object {
-  const [rollup, col, dict, text] = what === "clients" ? [CLIENTS, "client_id", "clients_v2", "ip"] : [NAMES, "name_id", "names_v2", "name"];
-  const m = collect(db, sources(f, [rollup], (r) => `SELECT ${col}, sum(count) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY ${col}`, (w) => `SELECT r.${col}, count(*) FROM ${RECORDS} WHERE ${w} GROUP BY r.${col}`), 1, ["sum"]);
+/** stats/top_qnames. */
+export function topNames(db: Db, f: Filter, limit: number): object {
+  const m = collect(db, sources(f, [NAMES], (r) => `SELECT name_id, sum(count) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY name_id`, (w) => `SELECT r.name_id, count(*) FROM ${RECORDS} WHERE ${w} GROUP BY r.name_id`), 1, ["sum"]);
   const total = sampleSize(db, f);
   const best = [...m.values()].sort((a, b) => b.vals[0] - a.vals[0] || a.key[0] - b.key[0]).slice(0, limit);
-  const lookup = db.prepare<[number], string>(`SELECT ${text} FROM ${dict} WHERE id = ?`).pluck();
+  const lookup = db.prepare<[number], string>("SELECT name FROM names_v2 WHERE id = ?").pluck();
   const rows = best.map(({ key, vals }) => ({ key: lookup.get(key[0]) ?? `#${key[0]}`, count: vals[0] }));
+  return { ok: true, sample_size: total, rows: byCount(rows, total, limit) };
+}
+
+/** A row of stats/top_clients: `key` is the address (by ip) or the name, else the address (by name). */
+export interface TopClientRow {
+  key: string;
+  count: number;
+  /** The address of the row's newest record. */
+  client_ip: string;
+  /** The client's name at the row's newest record (null: not named then). */
+  client_name: string | null;
+}
+
+/**
+ * stats/top_clients: records per address (the name it had last), or per client name summed over its
+ * addresses (the address it used last; clients without a name per address). From pairs
+ * (address, name, count, newest ms) of the rollup per address and name, or of the matching records.
+ */
+export function topClients(db: Db, f: Filter, by: TopClientsBy, limit: number): object {
+  const pairs = collect(
+    db,
+    sources(f, [CLIENT_NAMES], (r) => `SELECT client_id, client_name_id, sum(count), max(last_ms) FROM ${r.table} WHERE bucket BETWEEN ? AND ? GROUP BY 1, 2`, (w) => `SELECT r.client_id, coalesce(r.client_name_id, 0), count(*), max(r.created_at_ms) FROM ${RECORDS} WHERE ${w} GROUP BY 1, 2`),
+    2,
+    ["sum", "max"],
+  );
+  const groups = new Map<string, { count: number; last: number; ipId: number; nameId: number }>();
+  for (const { key, vals } of pairs.values()) {
+    const [ipId, nameId] = key;
+    const k = by === "name" && nameId !== 0 ? `n${nameId}` : `a${ipId}`;
+    const g = groups.get(k);
+    if (!g) groups.set(k, { count: vals[0], last: vals[1], ipId, nameId });
+    else {
+      g.count += vals[0];
+      if (vals[1] > g.last || (vals[1] === g.last && nameId > g.nameId)) Object.assign(g, { last: vals[1], ipId, nameId });
+    }
+  }
+  const best = [...groups.values()].sort((a, b) => b.count - a.count || a.ipId - b.ipId || a.nameId - b.nameId).slice(0, limit);
+  const ip = db.prepare<[number], string>("SELECT ip FROM clients_v2 WHERE id = ?").pluck();
+  const name = db.prepare<[number], string>("SELECT name FROM client_names_v2 WHERE id = ?").pluck();
+  const rows = best.map((g): TopClientRow => {
+    const clientIp = ip.get(g.ipId) ?? `#${g.ipId}`;
+    const clientName = g.nameId === 0 ? null : (name.get(g.nameId) ?? `#${g.nameId}`);
+    return { key: by === "name" ? (clientName ?? clientIp) : clientIp, count: g.count, client_ip: clientIp, client_name: clientName };
+  });
+  const total = sampleSize(db, f);
   return { ok: true, sample_size: total, rows: byCount(rows, total, limit) };
 }
 

@@ -8,10 +8,11 @@ import { decodeMessage, type Question } from "../../../dns/message.js";
 import { decodeQuery } from "../../../dns/query.js";
 import { scanMessage } from "../../../dns/view.js";
 import type { BatchRecord } from "./batch.js";
-import { Dictionary } from "./dictionary.js";
+import { Dictionary, GroupSets } from "./dictionary.js";
 import type { RawRecord, RawStep } from "./json.js";
+import { rawRecord, RECORD_SELECT, type RecordRow } from "./records.js";
 import { RollupMaintainer } from "./rollups.js";
-import { CLEARED_TABLES, configureWriter, migrate, OUTCOME_ERROR, OUTCOME_NO_RESPONSE } from "./schema.js";
+import { CLEARED_TABLES, configureWriter, migrate, OUTCOME_ERROR, OUTCOME_NO_RESPONSE, repairRollups } from "./schema.js";
 
 export interface StoreOptions {
   path: string;
@@ -99,6 +100,8 @@ export class RecorderStore {
   private readonly names: Dictionary;
   private readonly clients: Dictionary;
   private readonly tags: Dictionary;
+  private readonly clientNames: Dictionary;
+  private readonly groupSets: GroupSets;
   private readonly rollups: RollupMaintainer;
   private readonly insRecord: Database.Statement<unknown[]>;
   private readonly insQuestion: Database.Statement<unknown[]>;
@@ -113,13 +116,16 @@ export class RecorderStore {
     this.db = new Database(options.path);
     configureWriter(this.db, options.cacheMb);
     migrate(this.db, options.instance);
+    repairRollups(this.db);
     this.db.exec("CREATE TEMP TABLE IF NOT EXISTS gone (id INTEGER PRIMARY KEY, created_at_ms INTEGER NOT NULL)");
     this.names = new Dictionary(this.db, "names_v2", "name");
     this.clients = new Dictionary(this.db, "clients_v2", "ip");
     this.tags = new Dictionary(this.db, "tags_v2", "tag");
+    this.clientNames = new Dictionary(this.db, "client_names_v2", "name");
+    this.groupSets = new GroupSets(this.db);
     this.rollups = new RollupMaintainer(this.db);
     this.insRecord = this.db.prepare(
-      "INSERT INTO records_v2 (created_at_ms, elapsed_us, client_id, name_id, qtype, question_count, outcome, error, query, response, instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO records_v2 (created_at_ms, elapsed_us, client_id, name_id, qtype, question_count, outcome, error, query, response, instance, client_name_id, group_set_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     this.insQuestion = this.db.prepare("INSERT INTO questions_v2 (record_id, question_index, name_id, qtype, qclass) VALUES (?, ?, ?, ?, ?)");
     this.insStep = this.db.prepare("INSERT INTO steps_v2 (record_id, event_index, sequence_tag, node_index, kind, tag, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)");
@@ -135,7 +141,19 @@ export class RecorderStore {
     const { first, outcomes } = this.writeBatch(batch);
     this.records += batch.length;
     const entries = batch.map((r, i): TailEntry => ({
-      record: { id: first + i, createdAtMs: Math.round(r.createdAtMs), elapsedUs: r.elapsedUs, clientIp: r.clientIp, instance: this.options.instance, outcome: outcomes[i], error: r.error, query: r.query, response: outcomes[i] >= 0 ? r.response : null },
+      record: {
+        id: first + i,
+        createdAtMs: Math.round(r.createdAtMs),
+        elapsedUs: r.elapsedUs,
+        clientIp: r.clientIp,
+        clientName: r.clientName,
+        clientGroups: r.clientGroups,
+        instance: this.options.instance,
+        outcome: outcomes[i],
+        error: r.error,
+        query: r.query,
+        response: outcomes[i] >= 0 ? r.response : null,
+      },
       steps: r.steps,
     }));
     for (const e of entries.length > this.tail.capacity ? entries.slice(-this.tail.capacity) : entries) this.tail.push(e);
@@ -152,8 +170,23 @@ export class RecorderStore {
       const nameId = this.names.id(q0 ? storedName(q0.name) : "");
       const outcome = outcomeOf(r.response, r.error);
       outcomes.push(outcome);
+      const clientNameId = r.clientName === null ? null : this.clientNames.id(r.clientName);
       const id = Number(
-        this.insRecord.run(Math.round(r.createdAtMs), r.elapsedUs, this.clients.id(r.clientIp), nameId, q0 ? q0.type : 0, questions.length, outcome, r.error, r.query, outcome >= 0 ? r.response : null, this.options.instance).lastInsertRowid,
+        this.insRecord.run(
+          Math.round(r.createdAtMs),
+          r.elapsedUs,
+          this.clients.id(r.clientIp),
+          nameId,
+          q0 ? q0.type : 0,
+          questions.length,
+          outcome,
+          r.error,
+          r.query,
+          outcome >= 0 ? r.response : null,
+          this.options.instance,
+          clientNameId,
+          this.groupSets.id(r.clientGroups),
+        ).lastInsertRowid,
       );
       if (first === 0) first = id;
       last = id;
@@ -171,8 +204,7 @@ export class RecorderStore {
     this.db.transaction(() => {
       for (const t of CLEARED_TABLES) this.db.exec(`DELETE FROM ${t}`);
     }).immediate();
-    this.names.reset();
-    this.clients.reset();
+    this.resetDictionaries();
     this.records = 0;
     this.tail.clear();
     this.vacuum();
@@ -218,12 +250,21 @@ export class RecorderStore {
       // Names and addresses no record uses any more.
       this.db.exec("DELETE FROM names_v2 WHERE id NOT IN (SELECT name_id FROM records_v2) AND id NOT IN (SELECT name_id FROM questions_v2)");
       this.db.exec("DELETE FROM clients_v2 WHERE id NOT IN (SELECT client_id FROM records_v2)");
-      this.names.reset();
-      this.clients.reset();
+      this.db.exec("DELETE FROM client_names_v2 WHERE id NOT IN (SELECT client_name_id FROM records_v2 WHERE client_name_id IS NOT NULL)");
+      this.db.exec("DELETE FROM group_sets_v2 WHERE id NOT IN (SELECT group_set_id FROM records_v2 WHERE group_set_id IS NOT NULL)");
+      this.db.exec("DELETE FROM group_members_v2 WHERE set_id NOT IN (SELECT id FROM group_sets_v2)");
+      this.resetDictionaries();
       this.vacuum();
     }
     this.db.pragma("optimize");
     return deleted;
+  }
+
+  private resetDictionaries(): void {
+    this.names.reset();
+    this.clients.reset();
+    this.clientNames.reset();
+    this.groupSets.reset();
   }
 
   private vacuum(): void {
@@ -233,16 +274,12 @@ export class RecorderStore {
 
   /** The newest records at start, so a stream's replay survives a restart or a reload. */
   private loadTail(): void {
-    const rows = this.db
-      .prepare(
-        `SELECT r.id, r.created_at_ms, r.elapsed_us, c.ip, r.instance, r.outcome, r.error, r.query, r.response FROM records_v2 r JOIN clients_v2 c ON c.id = r.client_id ORDER BY r.id DESC LIMIT ?`,
-      )
-      .raw()
-      .all(this.tail.capacity) as [number, number, number, string, string, number, string | null, Buffer, Buffer | null][];
+    const rows = this.db.prepare(`${RECORD_SELECT} ORDER BY r.id DESC LIMIT ?`).raw().all(this.tail.capacity) as RecordRow[];
     const steps = this.db.prepare("SELECT s.node_index, s.kind, s.outcome, a.tag, b.tag FROM steps_v2 s JOIN tags_v2 a ON a.id = s.sequence_tag JOIN tags_v2 b ON b.id = s.tag WHERE s.record_id = ? ORDER BY s.event_index").raw();
-    for (const [id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response] of rows.reverse()) {
-      const path = (steps.all(id) as [number | null, number, number, string, string][]).map(([nodeIndex, kind, out, sequenceTag, tag]) => ({ nodeIndex, kind, outcome: out, sequenceTag, tag }));
-      this.tail.push({ record: { id, createdAtMs, elapsedUs, clientIp, instance, outcome, error, query, response }, steps: path });
+    for (const row of rows.reverse()) {
+      const record = rawRecord(row);
+      const path = (steps.all(record.id) as [number | null, number, number, string, string][]).map(([nodeIndex, kind, out, sequenceTag, tag]) => ({ nodeIndex, kind, outcome: out, sequenceTag, tag }));
+      this.tail.push({ record, steps: path });
     }
   }
 

@@ -66,6 +66,10 @@ const feed = data.postgres
     )
   : null;
 const strings: string[] = [];
+/** The DNS thread's ClientTable, as far as the batches so far have brought it. */
+const clientNames: string[] = [];
+const groupSets: (readonly string[])[] = [];
+const clients = { names: clientNames, sets: groupSets };
 const queue: WriterRequest[] = [];
 let draining = false;
 let live = false;
@@ -157,11 +161,15 @@ async function writeBatches(batches: Batch[]): Promise<void> {
   let batch: BatchRecord[] = [];
   let count = 0;
   for (const b of batches) {
-    // Interned tags arrive with the batch that first uses them.
+    // Interned tags, client names and group sets arrive with the batch that first uses them.
     strings.length = b.stringsFrom;
     strings.push(...b.strings);
+    clientNames.length = b.clientNamesFrom;
+    clientNames.push(...b.clientNames);
+    groupSets.length = b.groupSetsFrom;
+    groupSets.push(...b.groupSets);
     count += b.count;
-    batch = batch.concat(readBatch(b.data, b.count, strings, b.ips));
+    batch = batch.concat(readBatch(b.data, b.count, strings, b.ips, clients));
   }
   const frames = sqlite ? writeSqlite(sqlite, batch) : [];
   // The store the routes read decides whether the records count as written.

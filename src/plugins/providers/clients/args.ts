@@ -1,6 +1,7 @@
 // Arguments of the `clients` provider: declared clients and groups, who is believed about a client's
 // address and MAC, and where the runtime changes (names given through the API, group pauses) are kept.
 
+import { formatIP, maskIP, unmapIPv4 } from "../../../dns/ip.js";
 import { clientIdOf } from "../../../engine/clients.js";
 import { parseDuration } from "../../../engine/duration.js";
 import { parseIpRule } from "../../../engine/rules/ip.js";
@@ -127,14 +128,14 @@ export function checkClients(args: ClientsArgs): ArgProblem[] {
     else if (groups.has(c.name)) problems.push({ path: ["clients", i, "name"], message: `'${c.name}' names a group too: \`client ${c.name}\` must mean one of them` });
     names.add(c.name);
     // One identifier, one client: otherwise which one asked would depend on declaration order.
-    const claim = (kind: string, value: string | null, path: (string | number)[]): void => {
+    const claim = (kind: string, value: string | null, path: (string | number)[], shown = value): void => {
       if (value === null) return;
       const key = `${kind} ${value}`;
       const other = owners.get(key);
-      if (other !== undefined && other !== c.name) problems.push({ path, message: `${kind} ${value} already identifies client '${other}'` });
+      if (other !== undefined && other !== c.name) problems.push({ path, message: `${kind} ${shown} already identifies client '${other}'` });
       else owners.set(key, c.name);
     };
-    c.addresses.forEach((a, j) => claim("address", a, ["clients", i, "addresses", j]));
+    c.addresses.forEach((a, j) => claim("address", prefixOf(a), ["clients", i, "addresses", j], a));
     c.macs.forEach((m, j) => claim("MAC", macOf(m), ["clients", i, "macs", j]));
     c.ids.forEach((id, j) => claim("id", clientIdOf(id), ["clients", i, "ids", j]));
   });
@@ -154,6 +155,18 @@ export function checkClients(args: ClientsArgs): ArgProblem[] {
     problems.push({ path: ["neighbour_refresh"], message: (err as Error).message });
   }
   return problems;
+}
+
+/** One text per prefix (IPv4-mapped as IPv4, host bits cleared: `192.168.1.37` = `::ffff:192.168.1.37/128`); null when `rule` is not one. */
+function prefixOf(rule: string): string | null {
+  try {
+    const { ip, bits } = parseIpRule(rule);
+    const plain = unmapIPv4(ip);
+    const b = plain === ip ? bits : Math.max(0, bits - 96);
+    return `${formatIP(maskIP(plain, b))}/${b}`;
+  } catch {
+    return null;
+  }
 }
 
 export function clientsDependencies(args: ClientsArgs): DependencySpec[] {

@@ -5,8 +5,9 @@
 // index and forgets what was remembered.
 //
 // Precedence, first that names a client wins: (with trust_client_ids) the DoH/DoT client id; the MAC
-// (EDNS option 65001 from a trusted forwarder, else the kernel's neighbour table); the longest address
-// prefix (the ECS address when a trusted forwarder sent one, else the source address); the client id.
+// (EDNS option 65001 from a trusted forwarder, else the kernel's neighbour table for the address
+// below); the longest address prefix (the ECS address when a trusted forwarder sent one with a source
+// prefix above 0, else the source address); the client id.
 
 import { EDNS_OPTION } from "../../../dns/constants.js";
 import { decodeEcs } from "../../../dns/ecs.js";
@@ -71,6 +72,10 @@ export class Directory implements ClientDirectory {
   private readonly groupOrder: string[];
   private readonly groupAddresses: Map<string, string[]>;
   private readonly trusted = new PrefixTable<true>();
+  /** Source address → in trusted_forwarders (at most MEMO_LIMIT, then forgotten whole). */
+  private readonly trustedSources = new Map<string, boolean>();
+  /** DoT server name → the client id in it (depends on the ids declared: forgotten with the memo). */
+  private serverNameIds = new Map<string, string | null>();
   private readonly serverNames: string[];
   private readonly trustIds: boolean;
   private readonly maxSeen: number;
@@ -82,6 +87,8 @@ export class Directory implements ClientDirectory {
   private memo = new Map<string, Hit>();
   private readonly seenNamed = new Map<string, SeenClient>();
   private readonly seenUnnamed = new Map<string, SeenClient>();
+  /** An unnamed client's query count when it was last placed at the end of `seenUnnamed`. */
+  private readonly placedAt = new WeakMap<SeenClient, number>();
   private fresh: SeenClient[] = [];
   /** Unnamed clients forgotten to make room (max_seen). */
   evicted = 0;
@@ -110,33 +117,50 @@ export class Directory implements ClientDirectory {
     return this.groupOrder.map((name) => ({ name, addresses: this.groupAddresses.get(name) ?? [] }));
   }
 
-  /** Clients named through the API (replacing the previous list); seen clients they match take their name. */
+  /**
+   * Clients named through the API (replacing the previous list). Seen clients they match take their
+   * name; what was seen of a client no longer named goes back to the unnamed ones.
+   */
   setNamed(named: readonly ClientRecord[]): void {
     this.named = named.map((c) => ({ ...c, source: "api" }));
     this.rebuild();
+    const moving: SeenClient[] = [];
     for (const [key, s] of this.seenUnnamed) {
-      const client = this.lookup(s.mac, s.id, s.address);
-      if (!client) continue;
+      if (!this.lookup(s.mac, s.id, s.address)) continue;
       this.seenUnnamed.delete(key);
-      const into = this.seenNamed.get(client.name);
-      if (into) {
-        into.queries += s.queries;
-        into.first_seen_ms = Math.min(into.first_seen_ms, s.first_seen_ms);
-        if (s.last_seen_ms > into.last_seen_ms) Object.assign(into, { last_seen_ms: s.last_seen_ms, address: s.address, mac: s.mac ?? into.mac, id: s.id ?? into.id, hostname: s.hostname ?? into.hostname });
-      } else this.seenNamed.set(client.name, { ...s, name: client.name, key: client.name });
+      moving.push(s);
     }
+    for (const [name, s] of this.seenNamed) {
+      if (this.index.clients.has(name)) continue;
+      this.seenNamed.delete(name);
+      moving.push(s);
+    }
+    for (const s of moving) this.place(s);
   }
 
   /** Groups whose blocking is paused now. */
   setPaused(groups: ReadonlySet<string>): void {
     this.paused = new Set(groups);
-    this.rebuild();
+    // The index does not change: only the remembered identities carry `paused`.
+    this.memo = new Map();
   }
 
-  /** Address → MAC, from the kernel's neighbour table. */
+  /**
+   * Address → MAC, from the kernel's neighbour table. Unnamed clients seen by address before their
+   * MAC was known are kept under their MAC from now on (and named, when a client declares it).
+   */
   setNeighbours(table: ReadonlyMap<string, string>): void {
     this.neighbours = table;
     this.memo = new Map();
+    const moving: SeenClient[] = [];
+    for (const [key, s] of this.seenUnnamed) {
+      const mac = s.mac === null ? table.get(s.address) : undefined;
+      if (mac === undefined) continue;
+      this.seenUnnamed.delete(key);
+      s.mac = mac;
+      moving.push(s);
+    }
+    for (const s of moving) this.place(s);
   }
 
   /** What was seen, named clients first (for the list route and the state file). */
@@ -144,12 +168,15 @@ export class Directory implements ClientDirectory {
     return [...this.seenNamed.values(), ...this.seenUnnamed.values()];
   }
 
-  /** Puts back what a state file remembered (before the first query). */
+  /**
+   * Puts back what a state file remembered (before the first query). An entry keeps its name while a
+   * client has it; the others are placed as a query from them would be (a name given since, or unnamed).
+   */
   restoreSeen(list: readonly SeenClient[]): void {
+    this.memo = new Map();
     for (const s of list) {
-      const entry = { ...s };
-      if (entry.name !== null && this.index.clients.has(entry.name)) this.seenNamed.set(entry.name, entry);
-      else this.admit({ ...entry, name: null });
+      if (s.name !== null && this.index.clients.has(s.name)) this.seenNamed.set(s.name, { ...s, key: s.name });
+      else this.place({ ...s });
     }
   }
 
@@ -168,24 +195,36 @@ export class Directory implements ClientDirectory {
 
   identify(ctx: DnsContext): ClientIdentity | null {
     let key = ctx.clientIp;
-    let mac: string | null = null;
-    let ecsAddress: Uint8Array | null = null;
+    let macData: Buffer | null = null;
+    let ecsData: Buffer | null = null;
     const edns = ctx.query.edns;
+    // Most queries carry an EDNS option (a cookie): whether their source is trusted is remembered too.
     if (edns !== null && edns.options.length > 0 && this.trusted.size > 0) {
-      const source = ctx.clientAddress;
-      if (source !== null && this.trusted.longest(source) === true) {
+      let trusted = this.trustedSources.get(ctx.clientIp);
+      if (trusted === undefined) {
+        const source = ctx.clientAddress;
+        trusted = source !== null && this.trusted.longest(source) === true;
+        if (this.trustedSources.size >= MEMO_LIMIT) this.trustedSources.clear();
+        this.trustedSources.set(ctx.clientIp, trusted);
+      }
+      if (trusted) {
         for (const o of edns.options) {
-          if (o.code === MAC_OPTION && o.data.length === 6) mac = formatMac(o.data);
-          else if (o.code === EDNS_OPTION.ECS) ecsAddress = decodeEcs(o.data)?.address ?? null;
+          if (o.code === MAC_OPTION && o.data.length === 6) macData = o.data;
+          // Source prefix 0: the client asked that its address not be passed on (RFC 7871).
+          else if (o.code === EDNS_OPTION.ECS && o.data.length >= 4 && o.data[2] > 0) ecsData = o.data;
         }
-        if (ecsAddress !== null) key = `ecs ${formatIP(ecsAddress)}`;
-        if (mac !== null) key += ` mac ${mac}`;
+        // The options' bytes as they came (decoded only when the origin is new): one string to build.
+        if (ecsData !== null) key += ` ecs ${ecsData.toString("hex")}`;
+        if (macData !== null) key += ` mac ${macData.toString("hex")}`;
       }
     }
     const id = ctx.clientId ?? (ctx.tlsServerName !== null ? this.serverNameId(ctx.tlsServerName) : null);
     if (id !== null) key += ` id ${id}`;
     let hit = this.memo.get(key);
-    if (hit === undefined) hit = this.resolve(ctx, key, mac, ecsAddress, id);
+    // An unnamed client forgotten to make room for others (max_seen) while its origin was remembered is seen anew.
+    if (hit === undefined || (hit.seen !== null && hit.seen.name === null && this.seenUnnamed.get(hit.seen.key) !== hit.seen)) {
+      hit = this.resolve(ctx, key, macData !== null ? formatMac(macData) : null, ecsData !== null ? (decodeEcs(ecsData)?.address ?? null) : null, id);
+    }
     const seen = hit.seen;
     if (seen !== null) {
       seen.queries++;
@@ -197,8 +236,19 @@ export class Directory implements ClientDirectory {
     return hit.identity;
   }
 
-  /** The id in a DoT server name: `<id>.<server name>`, or without server names a first label some client declares. */
+  /** The id in a DoT server name (remembered: a connection's queries all ask with the same name). */
   private serverNameId(name: string): string | null {
+    let id = this.serverNameIds.get(name);
+    if (id === undefined) {
+      id = this.idInServerName(name);
+      if (this.serverNameIds.size >= MEMO_LIMIT) this.serverNameIds.clear();
+      this.serverNameIds.set(name, id);
+    }
+    return id;
+  }
+
+  /** `<id>.<server name>`, or without server names a first label some client declares. */
+  private idInServerName(name: string): string | null {
     const dot = name.indexOf(".");
     if (dot <= 0) return null;
     const first = name.slice(0, dot);
@@ -210,7 +260,8 @@ export class Directory implements ClientDirectory {
   private resolve(ctx: DnsContext, key: string, optionMac: string | null, ecsAddress: Uint8Array | null, id: string | null): Hit {
     const address = ecsAddress ?? ctx.clientAddress;
     const addressText = ecsAddress !== null ? formatIP(ecsAddress) : ctx.clientIp;
-    const mac = optionMac ?? this.neighbours.get(ctx.clientIp) ?? null;
+    // The neighbour table knows the address the query is identified by: a trusted forwarder's own MAC is not its clients'.
+    const mac = optionMac ?? this.neighbours.get(addressText) ?? null;
     const client = this.lookup(mac, id, addressText, address);
     const groups = new Set(client?.groups ?? []);
     if (address !== null) for (const g of this.index.groupPrefixes.all(address)) groups.add(g);
@@ -253,32 +304,52 @@ export class Directory implements ClientDirectory {
       if (id !== null) s.id = id;
       return s;
     }
-    const key = mac !== null ? `mac ${mac}` : id !== null ? `id ${id}` : address;
+    const key = unnamedKey(mac, id, address);
     const known = this.seenUnnamed.get(key);
     if (known) return known;
     const s: SeenClient = { name: null, key, address, mac, id, hostname: null, first_seen_ms: now, last_seen_ms: now, queries: 0 };
-    this.admit(s);
+    // Placed with the query that found it counted (identify() counts it next).
+    this.admit(s, 1);
     if (this.fresh.length < FRESH_LIMIT) this.fresh.push(s);
     return s;
   }
 
-  /** Keeps an unnamed client, forgetting the one seen first when max_seen are kept already. */
-  private admit(s: SeenClient): void {
-    if (this.seenUnnamed.size >= this.maxSeen) {
-      const oldest = this.seenUnnamed.keys().next();
-      if (!oldest.done) {
-        this.seenUnnamed.delete(oldest.value);
-        this.evicted++;
-        // Origins remembered with the forgotten entry must find a fresh one.
-        this.memo = new Map();
-      }
+  /** Files a seen client as a query from it would be: under the client its identifiers name, or unnamed; merged with an entry already there. */
+  private place(s: SeenClient): void {
+    const client = this.lookup(s.mac, s.id, s.address);
+    const into = client ? this.seenNamed.get(client.name) : this.seenUnnamed.get(unnamedKey(s.mac, s.id, s.address));
+    if (into) {
+      into.queries += s.queries;
+      into.first_seen_ms = Math.min(into.first_seen_ms, s.first_seen_ms);
+      if (s.last_seen_ms > into.last_seen_ms) Object.assign(into, { last_seen_ms: s.last_seen_ms, address: s.address, mac: s.mac ?? into.mac, id: s.id ?? into.id, hostname: s.hostname ?? into.hostname });
+    } else if (client) this.seenNamed.set(client.name, { ...s, name: client.name, key: client.name });
+    else this.admit({ ...s, name: null, key: unnamedKey(s.mac, s.id, s.address) });
+  }
+
+  /**
+   * Keeps an unnamed client. When max_seen are kept already, the least recently seen one goes: entries
+   * are kept in the order they were placed, and one asked for since (its query count grew) is placed
+   * again at the end instead of going (a "second chance": no bookkeeping on the query path).
+   */
+  private admit(s: SeenClient, counting = 0): void {
+    while (this.seenUnnamed.size >= this.maxSeen) {
+      const first = this.seenUnnamed.values().next();
+      if (first.done) break;
+      const head = first.value;
+      this.seenUnnamed.delete(head.key);
+      if (head.queries > (this.placedAt.get(head) ?? 0)) {
+        this.seenUnnamed.set(head.key, head);
+        this.placedAt.set(head, head.queries);
+      } else this.evicted++;
     }
     this.seenUnnamed.set(s.key, s);
+    this.placedAt.set(s, s.queries + counting);
   }
 
   private rebuild(): void {
     this.index = this.build();
     this.memo = new Map();
+    this.serverNameIds = new Map();
   }
 
   private build(): Index {
@@ -299,6 +370,11 @@ export class Directory implements ClientDirectory {
     for (const [group, addresses] of this.groupAddresses) for (const a of addresses) ix.groupPrefixes.add(a, group);
     return ix;
   }
+}
+
+/** How an unnamed client is told apart: its MAC, else its client id, else its address. */
+function unnamedKey(mac: string | null, id: string | null, address: string): string {
+  return mac !== null ? `mac ${mac}` : id !== null ? `id ${id}` : address;
 }
 
 function formatMac(b: Uint8Array): string {

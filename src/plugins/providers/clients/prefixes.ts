@@ -27,9 +27,12 @@ export class PrefixTable<T> {
   add(rule: string, owner: T): void {
     const { ip, bits } = parseIpRule(rule);
     const plain = unmapIPv4(ip);
-    this.list.push({ ip: plain, bits: plain === ip ? bits : Math.max(0, bits - 96), owner });
-    // Longest prefix first; a stable sort keeps declaration order among equals.
-    this.list.sort((a, b) => b.bits - a.bits);
+    const entry = { ip: plain, bits: plain === ip ? bits : Math.max(0, bits - 96), owner };
+    // Longest prefix first, declaration order among equals: after the last as long or longer (no
+    // sort per rule: a directory of a thousand clients is rebuilt whenever the API names one).
+    let at = this.list.length;
+    while (at > 0 && this.list[at - 1].bits < entry.bits) at--;
+    this.list.splice(at, 0, entry);
   }
 
   get size(): number {
