@@ -37,6 +37,13 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   dynamicSetRunning: { code: "plugin_unavailable", message: "this dynamic_domain_set is loading its file or stopping (its plugin is being made or replaced); ask again" },
   dynamicSetIdle: { code: "dynamic_set_busy", message: "another change to this dynamic_domain_set is running; retry once it has finished" },
   dynamicSetHasRoom: { code: "dynamic_set_full", message: "the rules do not fit: the set would hold more than its max_entries; nothing was added" },
+  // clients:<tag> (machines/clients.machine.ts)
+  clientsRunning: { code: "plugin_unavailable", message: "this clients provider is reading its state file or stopping (its plugin is being made or replaced); ask again" },
+  clientsCurrent: { code: "plugin_unavailable", message: "a reload is replacing this clients provider (the new configuration's has taken over the state file); ask again" },
+  clientNameFree: { code: "client_exists", message: "a declared client, a client named through the API or a group already has that name" },
+  clientNotDeclared: { code: "client_declared", message: "that client is declared in the configuration: change it there (PUT /api/config, or edit the file and reload)" },
+  clientIsNamed: { code: "client_not_found", message: "no client of that name was named through the API" },
+  groupKnown: { code: "group_not_found", message: "no group of that name is declared in this clients provider" },
   // cron:<tag> and its jobs (machines/cron.machine.ts, machines/cron-job.machine.ts)
   cronAccepting: { code: "cron_unavailable", message: "this cron plugin is stopping (reload or shutdown); no run can start" },
   cronJobKnown: { code: "cron_job_not_found", message: "no job of that name in this cron plugin" },

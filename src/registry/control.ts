@@ -113,8 +113,8 @@ export interface PluginRoute<I = never> {
   readonly schema?: { params?: object; querystring?: object; body?: object; response?: Record<number, object> };
   /** How the body arrives: JSON (default), raw bytes, or a stream of bytes (large uploads decoded as they come). */
   readonly body?: "json" | "raw" | "stream";
-  /** 200, or 202 for routes that start work and answer before it finishes. */
-  readonly status?: 200 | 202;
+  /** 200; 201 for routes that create something; 202 for routes that start work and answer before it finishes. */
+  readonly status?: 200 | 201 | 202;
   /** Error codes the route may answer with besides validation (documented in OpenAPI). */
   readonly errors?: readonly string[];
   /** Error code for a body that is not JSON or fails the schema (default invalid_request). */

@@ -28,6 +28,8 @@ function makeArgs(over: Partial<ClientsArgs> = {}): ClientsArgs {
     neighbour_refresh: "0s",
     hostnames: null,
     state_file: "clients.state.json",
+    state_interval: "60s",
+    hostname_interval: "10s",
     max_seen: 1000,
     ...over,
   };

@@ -175,7 +175,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
           const { live, g } = livePlugin(tag, types, (route.notFound ?? "plugin_route_not_found") as ErrorCode, key);
           if (req.validationError) {
             const ctx = (req.validationError as { validationContext?: string }).validationContext;
-            throw new ApiError(ctx === "querystring" ? badQuery : ctx === "params" ? "invalid_path" : badBody, req.validationError.message);
+            throw new ApiError(ctx === "querystring" ? badQuery : ctx === "params" ? "invalid_path" : badBody, validationMessage(req.validationError));
           }
           const concern = concernActor(host.actor.system, g, tag);
           const plugin: RoutePlugin<unknown> = {
@@ -256,6 +256,12 @@ function pathsWithoutGet(registered: Map<string, Registered>): { path: string; m
     byPath.set(route.path, entry);
   }
   return [...byPath.values()].filter((e) => !e.methods.has("GET"));
+}
+
+/** ajv's message, naming the field an `additionalProperties: false` schema does not know (ajv leaves it out). */
+function validationMessage(err: Error & { validation?: { keyword: string; params: Record<string, unknown> }[] }): string {
+  const extra = err.validation?.find((e) => e.keyword === "additionalProperties")?.params.additionalProperty;
+  return typeof extra === "string" ? `${err.message}: '${extra}'` : err.message;
 }
 
 const tooLarge = (key: string, limit: number): ApiError => new ApiError("body_too_large", `request body is larger than the limit of ${formatBytes(limit)} for ${key}`);

@@ -3,7 +3,8 @@
 
 import { formatIP, maskIP, unmapIPv4 } from "../../../dns/ip.js";
 import { clientIdOf } from "../../../engine/clients.js";
-import { parseDuration } from "../../../engine/duration.js";
+import { durationProblem, parseDuration } from "../../../engine/duration.js";
+import { parseBootstrap } from "../../../engine/upstream/address.js";
 import { parseIpRule } from "../../../engine/rules/ip.js";
 import type { ArgProblem, DependencySpec } from "../../../registry/types.js";
 
@@ -35,8 +36,12 @@ export interface ClientsArgs {
   neighbour_refresh: string;
   /** A resolver asked for the PTR name of each address seen (`host:port`); null: none. */
   hostnames: string | null;
+  /** How often the clients seen since the last round get their PTR names looked up (with `hostnames`). */
+  hostname_interval: string;
   /** Where names given through the API, group assignments and pauses are kept (a relative path is under -d). */
   state_file: string;
+  /** How often the seen clients are written to state_file (changes through the API are written at once). */
+  state_interval: string;
   /** Undeclared clients remembered at most (the oldest seen first out). */
   max_seen: number;
 }
@@ -77,7 +82,9 @@ export const clientsSchema = {
     tls_server_names: strings,
     neighbour_refresh: { type: "string", default: "30s" },
     hostnames: { type: ["string", "null"], default: null },
+    hostname_interval: { type: "string", default: "10s" },
     state_file: { type: "string", minLength: 1, default: "clients.state.json" },
+    state_interval: { type: "string", default: "60s" },
     max_seen: { type: "integer", minimum: 1, maximum: 100000, default: 1000 },
   },
 } as const;
@@ -153,6 +160,17 @@ export function checkClients(args: ClientsArgs): ArgProblem[] {
     if (parseDuration(args.neighbour_refresh) < 0) problems.push({ path: ["neighbour_refresh"], message: "neighbour_refresh may not be negative" });
   } catch (err) {
     problems.push({ path: ["neighbour_refresh"], message: (err as Error).message });
+  }
+  if (args.hostnames !== null) {
+    try {
+      parseBootstrap(args.hostnames);
+    } catch {
+      problems.push({ path: ["hostnames"], message: `'${args.hostnames}' is not a resolver address (ip, ip:port, [v6]:port)` });
+    }
+  }
+  for (const [key, min, max] of [["hostname_interval", 100, 86_400_000], ["state_interval", 100, 86_400_000]] as const) {
+    const problem = durationProblem(key, args[key], min, max);
+    if (problem !== null) problems.push({ path: [key], message: problem });
   }
   return problems;
 }

@@ -163,6 +163,11 @@ export class Directory implements ClientDirectory {
     for (const s of moving) this.place(s);
   }
 
+  /** The neighbour table in use (address → MAC). */
+  neighbourTable(): ReadonlyMap<string, string> {
+    return this.neighbours;
+  }
+
   /** What was seen, named clients first (for the list route and the state file). */
   seen(): SeenClient[] {
     return [...this.seenNamed.values(), ...this.seenUnnamed.values()];
