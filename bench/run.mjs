@@ -18,7 +18,8 @@ import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
 import { cacheCounters, cachePhase, cacheTable } from "./lib/cache-metrics.mjs";
 import { generateRecords, recorderMetrics, timeRoute, waitDrained } from "./lib/recorder.mjs";
 import { startSink, webhookAt20k } from "./lib/webhook.mjs";
-import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsTable, resultsTable, targetsTable } from "./lib/report.mjs";
+import { rssPair } from "./lib/clients.mjs";
+import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsTable, resultsTable, rssLines, targetsTable } from "./lib/report.mjs";
 import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
 
 /** @typedef {import("./lib/report.mjs").ScenarioResult} ScenarioResult */
@@ -45,6 +46,7 @@ const BENCH = join(ROOT, "bench");
  * @property {boolean} [cacheMetrics] both Sluice instances serve their API (PORTS.api, PORTS.plainApi): their cache hit rates per phase are reported
  * @property {boolean} [recorder]    Sluice runs a query recorder (its API on PORTS.api): dropped records are measured at 20 000 QPS
  * @property {boolean} [webhook]     Sluice sends a webhook per query to the HTTP sink (PORTS.sink): measured at 20 000 QPS beside `plain`
+ * @property {boolean} [rss]         Sluice's RSS is read beside `plain`'s at start, after the steady state, the saturation rounds and the 20 000 QPS rounds
  */
 
 /** @type {Scenario[]} */
@@ -82,6 +84,20 @@ const SCENARIOS = [
     plain: "cache-hot",
     plainLabel: "Sluice, no webhook",
     webhook: true,
+  },
+  {
+    name: "clients",
+    purpose:
+      "cache-hot behind a `clients` provider (1 000 clients with addresses, CIDRs and MACs; 20 groups) and a sequence that branches on the client's groups and a `schedule` before the cache; dnsperf's 127.0.0.1 is a declared client in two groups. Against cache-hot without them (`Sluice, no clients`) in the same rounds, QPS and RSS.",
+    config: "clients",
+    queries: "local",
+    ref: "cache",
+    mode: "udp",
+    servers: ["sluice", "plain", "ceiling"],
+    expect: { NOERROR: 1 },
+    plain: "cache-hot",
+    plainLabel: "Sluice, no clients",
+    rss: true,
   },
   {
     name: "prefetch",
@@ -178,12 +194,14 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
   return p;
 }
 
+/** @typedef {{ tmp: string, rules: string, clients: string, adguardRules: string, cert: { cert: string, key: string } }} SluiceFiles  what the configurations read */
+
 /**
  * @param {string} config @param {number} port @param {string} probe
- * @param {{ tmp: string, rules: string, adguardRules: string, cert: { cert: string, key: string } }} ctx @param {Record<string, string>} [extraEnv]
+ * @param {SluiceFiles} ctx @param {Record<string, string>} [extraEnv]
  */
 function startSluice(config, port, probe, ctx, extraEnv = {}) {
-  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), SINK_PORT: String(PORTS.sink), ...extraEnv };
+  const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, CLIENTS: ctx.clients, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), SINK_PORT: String(PORTS.sink), ...extraEnv };
   const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
   return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
 }
@@ -191,7 +209,7 @@ function startSluice(config, port, probe, ctx, extraEnv = {}) {
 /**
  * Runs one scenario: starts Sluice, unbound and dnsmasq for it (the ceiling runs throughout), checks
  * their answers on a warm-up pass, then measures saturation (interleaved rounds) and latency at 20 000 QPS.
- * @param {Scenario} sc @param {{ tmp: string, rules: string, adguardRules: string, adguardEmpty: string, cert: { cert: string, key: string }, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
+ * @param {Scenario} sc @param {{ tmp: string, rules: string, clients: string, adguardRules: string, adguardEmpty: string, cert: { cert: string, key: string }, queries: Record<string, string>, refData: import("./lib/refs.mjs").RefData, ceiling: Started }} ctx
  * @returns {Promise<ScenarioResult>}
  */
 async function runScenario(sc, ctx) {
@@ -233,6 +251,15 @@ async function runScenario(sc, ctx) {
         fail(name, err);
       }
     }
+    // Memory beside the plain Sluice: read at the same moments, after the same load.
+    const pids = sc.rss && live.sluice && live.plain ? { sluice: live.sluice.proc.pid, plain: live.plain.proc.pid } : null;
+    /** @type {import("./lib/report.mjs").RssSample[]} */
+    const rss = [];
+    /** @param {string} phase */
+    const readRss = async (phase) => {
+      if (pids) rss.push({ phase, ...(await rssPair(pids.sluice, pids.plain)) });
+    };
+    await readRss("start");
     /** @type {Record<number, { path: string, count: number }>} */
     const uris = {};
     if (sc.mode === "doh") {
@@ -265,11 +292,22 @@ async function runScenario(sc, ctx) {
       }
     }
     const targets = Object.fromEntries(Object.entries(live).map(([n, v]) => [n, { port: v.port, pid: v.proc.pid }]));
+    await readRss("steady state");
     const apis = sc.cacheMetrics ? Object.entries({ sluice: PORTS.api, plain: PORTS.plainApi }).filter(([n]) => live[n]) : [];
     const read = async () => Object.fromEntries(await Promise.all(apis.map(async ([n, port]) => [n, await cacheCounters(port)])));
     /** @type {Record<string, import("./lib/cache-metrics.mjs").CacheCounters>[]} */
     const counters = [await read()];
-    Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log, { afterSaturation: async () => void counters.push(await read()) }));
+    Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log, {
+      afterSaturation: async () => {
+        counters.push(await read());
+        await readRss("saturation");
+      },
+    }));
+    await readRss("20k QPS");
+    if (rss.length > 0) {
+      result.rss = rss;
+      log(`  ${sc.name.padEnd(14)} RSS ${rss.map((r) => `${r.phase}: ${r.sluiceMiB} vs ${r.plainMiB} MiB`).join(", ")}`);
+    }
     if (apis.length > 0) {
       counters.push(await read());
       result.cache = Object.fromEntries(apis.map(([n]) => [n, { saturation: cachePhase(counters[0][n], counters[1][n]), latency: cachePhase(counters[1][n], counters[2][n]) }]));
@@ -369,7 +407,7 @@ function checkAnswers(sc, st, server) {
 
 /**
  * The memory check: distinct names once through a 100 000-entry cache at a fixed rate, VmRSS sampled each second.
- * @param {{ tmp: string, rules: string, cert: { cert: string, key: string } }} ctx
+ * @param {SluiceFiles} ctx
  * @returns {Promise<MemoryResult>}
  */
 async function runMemory(ctx) {
@@ -435,7 +473,7 @@ const STATS_ROUTES = [
 /**
  * The recorder's stats over 1 000 000 records: written through the writer thread, then every stats route and
  * some filtered pages timed over the API, and DNS at 20 000 QPS with and without stats requests running.
- * @param {{ tmp: string, rules: string, queries: Record<string, string> }} ctx
+ * @param {SluiceFiles & { queries: Record<string, string> }} ctx
  * @returns {Promise<import("./lib/report.mjs").RecorderStatsResult>}
  */
 async function runRecorderStats(ctx) {
@@ -503,7 +541,7 @@ async function main() {
   onInterrupt(() => rm(tmp, { recursive: true, force: true }));
   try {
     const data = await prepareData(BENCH, tmp);
-    const ctx = { tmp, rules: data.rules, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, cert: data.cert, queries: data.queries, refData: data.refData };
+    const ctx = { tmp, rules: data.rules, clients: data.clients, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, cert: data.cert, queries: data.queries, refData: data.refData };
     log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${withStats ? ", recorder-stats" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
     const withCluster = opts.only?.includes("cluster") ?? false;
@@ -559,6 +597,7 @@ async function report(results, memory, stats, began, interference, cluster) {
   if (results.length > 0) sections.push(purposes(results), resultsTable(results));
   if (results.some((r) => r.cache)) sections.push("Cache hit rates (each Sluice's cache metrics over the saturation rounds and over the 20 000 QPS rounds):", cacheTable(results));
   if (results.some((r) => r.provider)) sections.push(providerLines(results));
+  if (results.some((r) => r.rss)) sections.push(rssLines(results));
   if (memory) sections.push(`Memory (${memory.names.toLocaleString("en-US")} distinct names at ${memory.rate.toLocaleString("en-US")} QPS through \`cache\` size ${memory.cacheSize.toLocaleString("en-US")}):`, memoryTable(memory));
   if (stats)
     sections.push(

@@ -45,6 +45,14 @@ import { readFile, writeFile } from "node:fs/promises";
  * @property {import("./webhook.mjs").WebhookRound[]} [webhook]  20 000 QPS rounds with and without the webhook (http-request)
  * @property {Record<string, string>} [labels]  names of servers in this scenario's rows (the second Sluice: what it lacks)
  * @property {import("./cache-metrics.mjs").CacheResult} [cache]  cache hit rates per server and phase (prefetch)
+ * @property {RssSample[]} [rss]  Sluice's RSS beside the plain Sluice's at the same moments (clients)
+ */
+
+/**
+ * @typedef {object} RssSample
+ * @property {string} phase       when: "start", "steady state", "saturation", "20k QPS"
+ * @property {number} sluiceMiB
+ * @property {number} plainMiB
  */
 
 /**
@@ -179,10 +187,10 @@ export function judgeTargets(scenarios, memory, stats = null) {
   const by = Object.fromEntries(scenarios.map((s) => [s.name, s]));
   /** @type {Target[]} */
   const out = [];
-  /** @param {string} name @param {string} other @param {number} min @param {boolean} zeroLost */
-  const qpsTarget = (name, other, min, zeroLost) => {
+  /** @param {string} name @param {string} other @param {number} min @param {boolean} zeroLost @param {string} [otherLabel] what `other` is called in the target */
+  const qpsTarget = (name, other, min, zeroLost, otherLabel = other) => {
     const s = by[name];
-    const target = `${name}: Sluice ≥ ${min.toFixed(2)} × ${other} QPS${zeroLost ? ", 0 lost" : ""}`;
+    const target = `${name}: Sluice ≥ ${min.toFixed(2)} × ${otherLabel} QPS${zeroLost ? ", 0 lost" : ""}`;
     const r = s ? ratio(s, other) : null;
     if (!s || r === null) return out.push({ target, measured: "—", result: "not run" });
     const lost = s.servers.sluice.lost;
@@ -236,6 +244,14 @@ export function judgeTargets(scenarios, memory, stats = null) {
       out.push({ target, measured, result: share(best) >= 0.9 ? "PASS" : "MISS" });
     }
   }
+  {
+    const s = by.clients;
+    qpsTarget("clients", "plain", 0.9, false, "Sluice without clients (cache-hot)");
+    const target = "clients: ≤ 5 MB more RSS than Sluice without clients (cache-hot), peaks under the same load";
+    const d = s?.rss ? rssDelta(s.rss) : null;
+    if (!d) out.push({ target, measured: "—", result: "not run" });
+    else out.push({ target, measured: `${d.deltaMB >= 0 ? "+" : ""}${d.deltaMB.toFixed(1)} MB (${fmt(d.sluiceMiB, 1)} vs ${fmt(d.plainMiB, 1)} MiB${d.startMiB.length === 2 ? `; at start ${fmt(d.startMiB[0], 1)} vs ${fmt(d.startMiB[1], 1)} MiB` : ""})`, result: d.deltaMB <= 5 ? "PASS" : "MISS" });
+  }
   if (stats) {
     const counted = stats.routes.filter((x) => x.target);
     const worst = counted.reduce((m, x) => (x.p95Ms > m.p95Ms ? x : m), counted[0]);
@@ -274,6 +290,31 @@ export function judgeTargets(scenarios, memory, stats = null) {
     });
   }
   return out;
+}
+
+/**
+ * Sluice's and the plain Sluice's peak RSS over the readings taken under load (every phase after "start"), and
+ * how many MB (10^6 bytes) more Sluice's is. @param {RssSample[]} samples
+ */
+export function rssDelta(samples) {
+  const loaded = samples.filter((x) => x.phase !== "start");
+  if (loaded.length === 0) return null;
+  const sluiceMiB = Math.max(...loaded.map((x) => x.sluiceMiB));
+  const plainMiB = Math.max(...loaded.map((x) => x.plainMiB));
+  const start = samples.find((x) => x.phase === "start");
+  return { sluiceMiB, plainMiB, deltaMB: ((sluiceMiB - plainMiB) * 2 ** 20) / 1e6, startMiB: start ? [start.sluiceMiB, start.plainMiB] : [] };
+}
+
+/** One line per scenario whose RSS was read beside the plain Sluice's. @param {ScenarioResult[]} scenarios */
+export function rssLines(scenarios) {
+  return scenarios
+    .filter((s) => s.rss && s.rss.length > 0)
+    .map((s) => {
+      const plain = s.labels?.plain ?? LABEL.plain;
+      const rows = (s.rss ?? []).map((x) => `${x.phase} ${fmt(x.sluiceMiB, 1)} vs ${fmt(x.plainMiB, 1)} MiB`).join("; ");
+      return `RSS (${s.name}), Sluice vs ${plain}, read at the same moments: ${rows}.`;
+    })
+    .join("\n\n");
 }
 
 /** @param {RecorderStatsResult} r */
