@@ -7,7 +7,7 @@ import { expect, test } from "vitest";
 import { checkConfig } from "../../src/app/app.js";
 import { createCatalog } from "../../src/plugins/catalog.js";
 import { checkErrors } from "../helpers/check.js";
-import { tempDir } from "../helpers/sluice.js";
+import { apiYaml, startSluice, tempDir } from "../helpers/sluice.js";
 
 /** `sluice check`'s errors for `yaml`, each as `line:column: message` (the file name cut). */
 function errorsOf(yaml: string): string[] {
@@ -126,4 +126,33 @@ test("the configuration in docs/plugins.md's clients section passes", () => {
   const dir = tempDir();
   writeFileSync(join(dir, "sluice.yaml"), yaml);
   expect(() => checkConfig(join(dir, "sluice.yaml"), createCatalog())).not.toThrow();
+});
+
+test("through the API, a malformed MAC, CIDR or schedule is a 400 whose diagnostics name the field at its line", async () => {
+  const s = await startSluice(apiYaml("black_hole 10.0.0.1"));
+  try {
+    const text = `plugins:
+  - tag: clients
+    type: clients
+    args:
+      clients: [{ name: anna, addresses: [192.168.1.0/33], macs: ["aa:bb"] }]
+  - tag: bedtime
+    type: schedule
+    args: { windows: ["Mon-Fry 21:00-07:00"], time_zone: Europe/Berlin }
+  - { tag: main, type: sequence, args: [{ matches: ["client anna", "schedule Mon 25:00-07:00"], exec: reject }] }
+`;
+    const r = await fetch(`${s.apiUrl}/api/config/validate`, { method: "POST", headers: { "content-type": "application/yaml" }, body: text });
+    expect(r.status).toBe(400);
+    const body = (await r.json()) as { code: string; diagnostics: string[] };
+    expect(body.code).toBe("config_validate_failed");
+    const lines = body.diagnostics.map((d) => d.replace(/^<config>:/, ""));
+    expect(lines).toEqual([
+      expect.stringMatching(/^5:\d+: error: plugin 'clients': args\.clients\[0\]\.addresses\[0\]: .*192\.168\.1\.0\/33/),
+      expect.stringMatching(/^5:\d+: error: plugin 'clients': args\.clients\[0\]\.macs\[0\]: 'aa:bb' is not a MAC address/),
+      expect.stringMatching(/^8:\d+: error: plugin 'bedtime': args\.windows\[0\]: .*Fry/),
+      expect.stringMatching(/^9:\d+: error: plugin 'main': .*schedule Mon 25:00-07:00/),
+    ]);
+  } finally {
+    await s.stop();
+  }
 });
