@@ -16,8 +16,6 @@ const TIMED = [
   "test/integration/upgrade-bomb.test.ts",
   "test/integration/tcp-flood.test.ts",
   "test/integration/tcp-backpressure.test.ts",
-  // Its cleanup-timer paths run a real 1.5 s timer between two steps: a fifth busy file made it fire twice.
-  "test/model/recorder.model.test.ts",
 ];
 
 export default defineConfig({

@@ -164,6 +164,8 @@ describe("downloads", { timeout: 60_000 }, () => {
 
 describe("following the actor stream", { timeout: 60_000 }, () => {
   test("an idle Cron & downloads page asks the server nothing; a run started elsewhere shows up by itself", async () => {
+    // The page's clock is Playwright's: it runs as the real one, and the test moves it on instead of waiting.
+    await w.page.clock.install();
     await visit(w.page, "jobs");
     const cron = w.page.getByTestId("cron-nightly");
     await cron.locator('li[data-job="third"] [data-testid=job-last-manual]').waitFor();
@@ -176,8 +178,11 @@ describe("following the actor stream", { timeout: 60_000 }, () => {
     };
     w.page.on("request", onRequest);
     try {
-      // 6 s: the pages used to read again every 5 s (downloads) and 10 s (cron) while idle, every second while busy.
-      await new Promise((r) => setTimeout(r, 6000));
+      // 11 s of the page's time, every timer it set firing as due: the pages used to read again every 5 s
+      // (downloads) and 10 s (cron) while idle, every second while busy. A request a timer started is
+      // seen within the real half second after.
+      await w.page.clock.runFor(11_000);
+      await new Promise((r) => setTimeout(r, 500));
       expect(asked).toEqual([]);
       // A run started elsewhere (curl; a schedule does the same): the stream tells the page, which reads the jobs again.
       expect((await s.api("/api/plugins/nightly/jobs/third/run", { method: "POST" })).status).toBe(202);

@@ -139,11 +139,15 @@ describe("install", { timeout: 120_000 }, () => {
   }
 
   test("Install: 202, the task followed through running, the restart survived, the new version shown from /api/health", async () => {
-    // The next version, as a real artefact of this checkout, published by the release host.
-    const built = await buildRelease({ root: ROOT, outDir: join(work, "out"), version: NEXT, baseUrl: `${host.url}/dl`, gzipLevel: 1, signKey: releasePrivateKeyFile() });
-    const name = artefactName(NEXT, thisPlatform());
-    const files = signed({ [name]: readFileSync(built.artefact) });
-    host.publish(releaseOf(NEXT, host.url, files), files);
+    // The next version, as a real artefact of this checkout, published by the release host (built while
+    // the program starts and the page opens; published before the page checks for updates).
+    const published = buildRelease({ root: ROOT, outDir: join(work, "out"), version: NEXT, baseUrl: `${host.url}/dl`, gzipLevel: 1, signKey: releasePrivateKeyFile() }).then((built) => {
+      const name = artefactName(NEXT, thisPlatform());
+      const files = signed({ [name]: readFileSync(built.artefact) });
+      host.publish(releaseOf(NEXT, host.url, files), files);
+    });
+    // Not left unhandled while the steps below run; awaited before the check.
+    published.catch(() => undefined);
 
     // This checkout runs as the installed release VERSION; the restart goes through the launcher of `current`.
     mkdirSync(join(install, "releases", VERSION), { recursive: true });
@@ -166,6 +170,7 @@ describe("install", { timeout: 120_000 }, () => {
     const card = w.page.getByTestId("upgrade");
     await card.getByTestId("upgrade-status").getByText("idle").waitFor();
     await w.page.getByTestId("health-version").getByText(VERSION).waitFor();
+    await published;
     await card.getByRole("button", { name: "Check for updates" }).click();
     await card.getByTestId("upgrade-latest").getByText(NEXT).waitFor();
     await card.getByRole("button", { name: `Install ${NEXT}…` }).click();

@@ -246,8 +246,10 @@ test("connections holding unfinished POST bodies cannot lock legitimate DoH clie
   } finally {
     clearInterval(sampler);
   }
+  // Memory given back: within 60 MB of before, within 15 s (RSS only falls once the holders are gone, so
+  // the wait ends as soon as it is within the bound; waiting on for a lower figure checked nothing more).
   let after = rssMb(child.pid);
-  for (let waited = 0; waited < 15_000 && after - before >= 40; waited += 250) {
+  for (let waited = 0; waited < 15_000 && after - before >= 60; waited += 250) {
     await sleep(250);
     after = rssMb(child.pid);
   }

@@ -84,9 +84,10 @@ test("a client that never reads its answers is paused, then closed; memory stays
   attackerGone = true;
   await others;
   clearInterval(sampler);
-  // V8 hands freed memory back once the process has been quiet for a few seconds.
+  // V8 hands freed memory back once the process has been quiet for a few seconds: the wait ends once
+  // what stays resident is within the bound checked below.
   let after = rssMb(child.pid);
-  for (let waited = 0; waited < 15_000 && after - before >= 20; waited += 250) {
+  for (let waited = 0; waited < 15_000 && after - before >= 32; waited += 250) {
     await sleep(250);
     after = rssMb(child.pid);
   }

@@ -22,7 +22,7 @@ import { configFollowMachine } from "../../machines/config-follow.machine.js";
 import { startCli, type RunningCli } from "../helpers/cli.js";
 import { answerIps, query } from "../helpers/dns.js";
 import { startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
-import { HeldFile, withoutPrefixes } from "./harness.js";
+import { coveringWalks, HeldFile } from "./harness.js";
 
 type Snap = SnapshotFrom<typeof configFollowMachine>;
 /** `fetched`: the primary still has the version handled last, or a new one (labelled vN when replayed). */
@@ -57,15 +57,18 @@ const kind = (e: ModelEvent | undefined): string => {
   return e.output?.outcome ?? e.type;
 };
 
+/** The transition into `s` by `e` from `prev`: states that differ only in labels and counters are one. */
+const serialize = (s: Snap, e: ModelEvent | undefined, prev: Snap | undefined): string => {
+  const c = s.context;
+  return JSON.stringify([prev?.value ?? null, kind(e), e?.output?.fetched ?? "", s.value, c.version === c.applied_version, c.version === c.refused_version, c.refused_version !== null, c.last_error === null]);
+};
+
+const INPUT = { source: "primary", interval_ms: 1000, clock: () => 0, version: "v0", applied: true, error: null };
+
 const paths = getShortestPaths(configFollowMachine, {
-  input: { source: "primary", interval_ms: 1000, clock: () => 0, version: "v0", applied: true, error: null },
+  input: INPUT,
   events: (s) => eventsFor(s) as never,
-  serializeState: (s, e, prev) => {
-    const c = s.context;
-    const ev = e as ModelEvent | undefined;
-    const fetched = ev?.output?.fetched ?? "";
-    return JSON.stringify([prev?.value ?? null, kind(ev), fetched, s.value, c.version === c.applied_version, c.version === c.refused_version, c.refused_version !== null, c.last_error === null]);
-  },
+  serializeState: (s, e, prev) => serialize(s, e as ModelEvent | undefined, prev),
 });
 
 const AUTH = { Authorization: `Basic ${Buffer.from("admin:model-pw").toString("base64")}` };
@@ -146,8 +149,6 @@ interface Follow {
   polls: number;
 }
 
-const INPUT = { source: "primary", interval_ms: 1000, clock: () => 0, version: "v0", applied: true, error: null };
-
 /**
  * The path's events run through the machine again: the traversal keeps one state per serialized key,
  * so a path's stored states may come from another branch with other labels. New versions get labels
@@ -175,22 +176,43 @@ describe("replica follow model", () => {
     applying: [{ type: "xstate.done.actor.apply", output: { outcome: "applied" } }, reloaded],
     reloading: [reloaded],
   };
-  const cases = paths
-    .map((p) => [...p.steps.map((s) => s.event as ModelEvent), ...(finish[String(p.state.value)] ?? [])])
-    .map((events, i) => {
-      const steps = replay(events);
-      return { name: `#${i} ${steps.slice(1).map((s) => `${kind(s.event)}${s.event.output?.fetched ? `(${s.event.output.fetched})` : ""}→${String(s.snap.value)}`).join(" ")}`, steps };
-    });
+  const name = (steps: { event: ModelEvent; snap: Snap }[]): string => steps.slice(1).map((s) => `${kind(s.event)}${s.event.output?.fetched ? `(${s.event.output.fetched})` : ""}→${String(s.snap.value)}`).join(" ");
+  const cases = paths.map((p) => replay([...p.steps.map((s) => s.event as ModelEvent), ...(finish[String(p.state.value)] ?? [])]));
+  /** The transitions a replayed path takes (the model's serialized states). */
+  const transitions = (steps: { event: ModelEvent; snap: Snap }[]): string[] => steps.map((s, i) => serialize(s.snap, i === 0 ? undefined : s.event, steps[i - 1]?.snap));
+  const shortest = new Set(cases.flatMap(transitions));
 
-  // Each path is checked after every poll, so one that another path continues adds nothing: replay the longest.
-  const replayed = withoutPrefixes(cases, (c) => c.steps.map((s) => `${JSON.stringify(s.event)} ${String(s.snap.value)}`));
+  // Each replayed path starts a primary and a replica (most of a short path's time), and is checked after
+  // every poll cycle: instead of one path per transition, two walks that go on from where they are to the
+  // nearest transition not taken yet, until they have taken every transition of the shortest paths.
+  const replayed = coveringWalks<Snap, ModelEvent>({
+    start: getInitialSnapshot(configFollowMachine, INPUT),
+    events: eventsFor,
+    next: (s, e) => getNextSnapshot(configFollowMachine, s, e as never),
+    key: serialize,
+    cover: [...shortest].filter((k) => k !== serialize(getInitialSnapshot(configFollowMachine, INPUT), undefined, undefined)),
+    walks: 2,
+  }).map((events, i) => {
+    // A walk stops at the transition it took last: one that ends mid-cycle is finished as a path is.
+    const end = events.reduce((snap, e) => getNextSnapshot(configFollowMachine, snap, e as never), getInitialSnapshot(configFollowMachine, INPUT));
+    const steps = replay([{ type: "xstate.init" }, ...events, ...(finish[String(end.value)] ?? [])]);
+    return { name: `walk ${i + 1}: ${name(steps)}`, steps };
+  });
+
+  test("the walks take every transition of the shortest paths", () => {
+    const taken = new Set(replayed.flatMap((w) => transitions(w.steps)));
+    expect([...shortest].filter((k) => !taken.has(k))).toEqual([]);
+    expect(shortest.size).toBe(paths.length);
+    // Every walk ends with the replica waiting for its next poll, as it is observed.
+    for (const w of replayed) expect(w.steps.at(-1)?.snap.value).toBe("waiting");
+  });
 
   test("the generator covers every state and every outcome", () => {
-    const kinds = new Set(cases.flatMap((c) => c.steps.map((s) => `${kind(s.event)}${s.event.output?.fetched ?? ""}`)));
+    const kinds = new Set(cases.flatMap((c) => c.map((s) => `${kind(s.event)}${s.event.output?.fetched ?? ""}`)));
     expect([...kinds].sort()).toEqual(["applied", "busy", "fetchednew", "fetchedsame", "poll", "refused", "reloaded", "start", "unreachable"]);
     // Each outcome is followed by further polls somewhere (every state the replica waits in is left again).
     for (const outcome of ["applied", "refused", "busy", "unreachable"]) {
-      expect(cases.some((c) => c.steps.some((s, i) => kind(s.event) === outcome && c.steps[i + 1] !== undefined)), `a poll after ${outcome}`).toBe(true);
+      expect(cases.some((c) => c.some((s, i) => kind(s.event) === outcome && c[i + 1] !== undefined)), `a poll after ${outcome}`).toBe(true);
     }
   });
 

@@ -79,10 +79,14 @@ test("a client that stops reading with answers unsent below the pause bound is c
 });
 
 test("such a connection is evicted before a newer idle one at max_conns", async () => {
-  const h = await listen({ maxConns: 2, idleMs: 20_000, frameMs: 5000, maxFrame: 4096 });
+  // The sweep runs every quarter of the shorter limit: frame_timeout 400 ms (no frame is left
+  // unfinished here) makes it 100 ms.
+  const h = await listen({ maxConns: 2, idleMs: 20_000, frameMs: 400, maxFrame: 4096 });
   const stuck = new RawTcp(h.port);
   const stuckServer = await stopReadingWithUnsent(h, stuck);
-  await sleep(1300); // one sweep has seen its unsent answers
+  // One sweep has seen its unsent answers: the sweeper's interval, armed before this timer, fires
+  // first (the same event loop runs both), twice in 250 ms.
+  await sleep(250);
   const idle = new RawTcp(h.port);
   await idle.connected;
   await sleep(50);
