@@ -24,7 +24,7 @@ import { instanceName, type ClusterConfig } from "../config/cluster.js";
 import { saveConfigFile } from "./config-save.js";
 import { ConfigError, formatDiagnostic } from "../config/diagnostics.js";
 import { configLimits } from "../config/limits.js";
-import { loadConfigFile, type SluiceConfig } from "../config/load.js";
+import { loadConfigFile, releaseSources, type SluiceConfig } from "../config/load.js";
 import type { LogLevel } from "../config/schema.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
 import { ConfigValidator } from "./validate-pool.js";
@@ -107,10 +107,17 @@ export class App implements ApiHost {
   /** Membership of the configuration's `cluster`, if it has one. */
   private cluster: ClusterLink | null = null;
 
+  /** The configuration read at start, analysed, until the first generation is prepared from it. */
+  private initial: { config: SluiceConfig; analysis: Analysis } | null;
+  /** The configuration while no generation runs: the one read at start, then the last one activated. */
+  private lastConfig: SluiceConfig;
+
   private constructor(
     readonly options: AppOptions,
-    private initial: { config: SluiceConfig; analysis: Analysis },
+    initial: { config: SluiceConfig; analysis: Analysis },
   ) {
+    this.initial = initial;
+    this.lastConfig = initial.config;
     this.catalog = options.catalog ?? createCatalog();
     this.logRing = new LogRing(LOG_RING_CAPACITY, this.bus);
     const config = initial.config;
@@ -139,6 +146,8 @@ export class App implements ApiHost {
   static async start(options: AppOptions): Promise<App> {
     const catalog = options.catalog ?? createCatalog();
     const initial = checkConfig(options.configPath, catalog, options.env);
+    // Analysed: problems found from here on (a plugin that fails to start) parse their file again.
+    releaseSources(initial.config);
     const app = new App({ ...options, catalog }, initial);
     app.actor.start();
     const snap = await waitFor(app.actor, (s) => s.matches({ running: "serving" }) || s.status === "done", { timeout: Infinity });
@@ -201,7 +210,7 @@ export class App implements ApiHost {
   }
 
   get config(): SluiceConfig {
-    return (this.current ?? this.initial).config;
+    return this.current?.config ?? this.lastConfig;
   }
 
   /** The generation that answers queries. */
@@ -333,14 +342,17 @@ export class App implements ApiHost {
   async prepare(input: PrepareInput): Promise<Prepared> {
     let config: SluiceConfig;
     let analysis: Analysis;
-    if (input.initial) {
+    if (input.initial && this.initial) {
       ({ config, analysis } = this.initial);
+      // From here the generation holds them; they are not kept a second time for its life and beyond.
+      this.initial = null;
     } else {
       // The operator's own file (bounded by body_bytes when written through the API): parsed here, not in a worker.
       const path = this.configPath();
       config = loadConfigFile(path, { env: this.options.env });
       this.log.info({ target: "app", config: path, version: config.version }, "reload started");
       analysis = analyzeConfig(config, this.catalog);
+      releaseSources(config);
     }
     const runtime = new Runtime(config, analysis, this.services, this.catalog, controlResolver(this.actor.system, input.generation));
     return { version: config.version, host: runtime };
@@ -348,6 +360,7 @@ export class App implements ApiHost {
 
   activate(host: RuntimeHost, generation: number): void {
     const runtime = host as Runtime;
+    this.lastConfig = runtime.config;
     const first = !this.announced;
     this.announced = true;
     if (!this.options.logLevel) this.log.level = pinoLevel(runtime.config.log.level);

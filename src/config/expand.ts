@@ -6,13 +6,17 @@
 import { isMap, isPair, isScalar, isSeq, parse as parseYamlScalar, Scalar } from "yaml";
 import type { Document, Node as YamlNode } from "yaml";
 import { isTemplateKey, TEMPLATE_KEYS } from "../engine/template.js";
-import { renderPath, type Diagnostic, type SourceFile } from "./diagnostics.js";
+import { renderPath, type Diagnostic } from "./diagnostics.js";
+import type { SourceFile } from "./source.js";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** One environment variable's value (undefined when it is not set). */
+export type EnvLookup = (name: string) => string | undefined;
+
 type Expansion = { ok: true; value: string; single: boolean } | { ok: false; message: string };
 
-export function expandString(text: string, env: NodeJS.ProcessEnv, where: string): Expansion {
+export function expandString(text: string, env: EnvLookup, where: string): Expansion {
   if (!text.includes("$")) return { ok: true, value: text, single: false };
   let out = "";
   let placeholders = 0;
@@ -42,7 +46,7 @@ export function expandString(text: string, env: NodeJS.ProcessEnv, where: string
     if (!NAME.test(name)) {
       return { ok: false, message: `invalid environment placeholder '\${${body}}' at ${where}: expected a variable name` };
     }
-    const value = env[name];
+    const value = env(name);
     if (value === undefined || (value === "" && fallback !== undefined)) {
       if (fallback === undefined) {
         // A lower-case name was likely meant as a template key of http_request or script.
@@ -72,12 +76,13 @@ function recoverType(value: string): unknown {
 }
 
 /** Expands every string scalar (keys included); returns the problems found. */
-export function expandDocument(doc: Document, env: NodeJS.ProcessEnv, source: SourceFile): Diagnostic[] {
+export function expandDocument(doc: Document, env: EnvLookup, source: SourceFile): Diagnostic[] {
   const problems: Diagnostic[] = [];
   const visit = (node: YamlNode | null | undefined, path: (string | number)[]): void => {
     if (!node) return;
     if (isScalar(node)) {
-      if (typeof node.value !== "string") return;
+      // Most scalars hold no placeholder: not even their path is rendered for them.
+      if (typeof node.value !== "string" || !node.value.includes("$")) return;
       const r = expandString(node.value, env, renderPath(path));
       if (!r.ok) {
         problems.push(source.at(node, r.message));

@@ -5,17 +5,17 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { isMap, isScalar, LineCounter, parseDocument, type Document } from "yaml";
+import { isMap, isScalar, type Document } from "yaml";
 import { excessiveAlias, isAliasLimitError, MAX_ALIAS_COUNT } from "./aliases.js";
 import { validateSchema } from "./ajv.js";
 import { apiProblems } from "./api-check.js";
 import { clusterProblems, type ClusterConfig } from "./cluster.js";
-import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
-import { expandDocument } from "./expand.js";
+import { ConfigError, type Diagnostic } from "./diagnostics.js";
 import { logProblems } from "./log-settings.js";
 import { networkProblems, outboundProfiles, unknownOutbound } from "./network.js";
 import type { OutboundSettings } from "../net/outbound.js";
 import { configSchema, type ApiConfig, type LogConfig, type RawConfig } from "./schema.js";
+import { SourceFile } from "./source.js";
 import { upgradeProblems, type UpgradeConfig } from "./upgrade.js";
 
 export const MAX_INCLUDE_DEPTH = 8;
@@ -62,14 +62,12 @@ interface ParsedFile {
 }
 
 function parseText(text: string, file: string | null, env: NodeJS.ProcessEnv, problems: Diagnostic[]): ParsedFile | null {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  const source = new SourceFile(file, doc, lines);
+  const { source, doc } = SourceFile.parse(file, text);
   if (doc.errors.length > 0) {
     for (const e of doc.errors) problems.push(source.offset(e.pos[0], `YAML syntax error: ${e.message.split("\n")[0]}`));
     return null;
   }
-  const expansion = expandDocument(doc, env, source);
+  const expansion = source.expand(env);
   if (expansion.length > 0) {
     problems.push(...expansion);
     return null;
@@ -192,6 +190,14 @@ function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig
     plugins,
     files,
   };
+}
+
+/**
+ * Lets go of the parsed YAML of the files `config` came from, once it has been analysed (its problems
+ * reported): a problem found later — a plugin that fails to start — parses its file again to be located.
+ */
+export function releaseSources(config: SluiceConfig): void {
+  for (const p of config.plugins) p.source.release();
 }
 
 /** Loads a configuration file and everything it includes. Throws ConfigError listing every problem. */

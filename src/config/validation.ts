@@ -2,13 +2,14 @@
 // a save, and how an unsuccessful one is answered. It runs in a worker thread
 // (src/app/validate-worker.ts), so every job and outcome is plain data.
 
-import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
+import { isMap, isSeq } from "yaml";
 import { analyzeConfig, type GraphReport } from "../registry/analyze.js";
 import type { BuildSelection } from "../registry/bundles.js";
 import type { Catalog } from "../registry/catalog.js";
-import { ConfigError, SourceFile, type Diagnostic } from "./diagnostics.js";
+import { ConfigError, type Diagnostic } from "./diagnostics.js";
 import { loadConfigFile, loadConfigSource, loadConfigText, withoutBom, type SluiceConfig } from "./load.js";
 import { diagnosticReport, problemSummary, type DiagnosticReport } from "./report.js";
+import { SourceFile } from "./source.js";
 
 type Env = Record<string, string | undefined>;
 
@@ -109,9 +110,7 @@ function jsonEnvelope(text: string, declaredJson: boolean): { content: string } 
 
 /** YAML syntax problems only (validate:false still refuses a file nothing could parse). */
 function syntaxProblems(text: string, file: string): { problems: Diagnostic[]; pluginEntries: number } {
-  const lines = new LineCounter();
-  const doc = parseDocument(withoutBom(text), { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  const source = new SourceFile(file, doc, lines);
+  const { source, doc } = SourceFile.parse(file, withoutBom(text));
   const problems = doc.errors.map((e) => source.offset(e.pos[0], `YAML syntax error: ${e.message.split("\n")[0]}`));
   const plugins = isMap(doc.contents) ? doc.contents.get("plugins") : null;
   return { problems, pluginEntries: isSeq(plugins) ? plugins.items.length : 0 };
