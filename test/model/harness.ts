@@ -125,3 +125,67 @@ export function withoutPrefixes<T>(paths: T[], steps: (path: T) => string[]): T[
   const keys = paths.map((p) => steps(p).join("\n"));
   return paths.filter((_, i) => !keys.some((other, j) => j !== i && (other.startsWith(`${keys[i]}\n`) || (other === keys[i] && j < i))));
 }
+
+/**
+ * Walks from the start state that, between them, take every transition named in `cover` — for a model
+ * test whose every path starts a process: replaying the shortest path to each transition starts one
+ * process per transition, while a walk that goes on from where the last transition left it reaches
+ * the next in a step or two. Greedy: the walk to extend is the one that reaches a transition no walk
+ * has taken yet in the fewest steps (the shorter walk on a tie, so `walks` walks grow side by side);
+ * a transition no walk can reach any more (one reachable only before a step that cannot be undone)
+ * starts a new walk. `key` names the transition into `s` by `e` from `prev` (the model's serializer).
+ * Throws when a transition of `cover` cannot be reached from the start within `maxDepth` steps.
+ */
+export function coveringWalks<S, E>(opts: {
+  start: S;
+  events: (s: S) => E[];
+  next: (s: S, e: E) => S;
+  key: (s: S, e: E, prev: S) => string;
+  cover: Iterable<string>;
+  walks: number;
+  maxDepth?: number;
+}): E[][] {
+  const left = new Set(opts.cover);
+  const maxDepth = opts.maxDepth ?? 12;
+  /** The fewest events from `from` to a transition still in `left`, or null. */
+  const nearest = (from: S): E[] | null => {
+    let frontier: { s: S; path: E[] }[] = [{ s: from, path: [] }];
+    const seen = new Set<string>();
+    for (let depth = 0; depth < maxDepth && frontier.length > 0; depth++) {
+      const nextFrontier: { s: S; path: E[] }[] = [];
+      for (const { s, path } of frontier) {
+        for (const e of opts.events(s)) {
+          const to = opts.next(s, e);
+          const k = opts.key(to, e, s);
+          if (left.has(k)) return [...path, e];
+          if (seen.has(k)) continue;
+          seen.add(k);
+          nextFrontier.push({ s: to, path: [...path, e] });
+        }
+      }
+      frontier = nextFrontier;
+    }
+    return null;
+  };
+  const walks: { end: S; events: E[] }[] = Array.from({ length: opts.walks }, () => ({ end: opts.start, events: [] }));
+  while (left.size > 0) {
+    let best: { walk: { end: S; events: E[] }; path: E[] } | null = null;
+    for (const walk of walks) {
+      const path = nearest(walk.end);
+      if (path && (!best || path.length < best.path.length || (path.length === best.path.length && walk.events.length < best.walk.events.length))) best = { walk, path };
+    }
+    if (!best) {
+      const fresh = { end: opts.start, events: [] as E[] };
+      if (!nearest(fresh.end)) throw new Error(`not reachable in ${maxDepth} steps: ${[...left].join(", ")}`);
+      walks.push(fresh);
+      continue;
+    }
+    for (const e of best.path) {
+      const to = opts.next(best.walk.end, e);
+      left.delete(opts.key(to, e, best.walk.end));
+      best.walk.events.push(e);
+      best.walk.end = to;
+    }
+  }
+  return walks.filter((w) => w.events.length > 0).map((w) => w.events);
+}
