@@ -26,7 +26,8 @@ export function requireOpenssl(): void {
 
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
 
-function makeCa(dir: string, name: string): void {
+/** A self-signed CA `<name>.crt`/`<name>.key` in `dir` (a test that needs one CA and its own leaves makes only those). */
+export function makeCa(dir: string, name: string): void {
   openssl(dir, ["req", "-x509", ...EC, "-keyout", `${name}.key`, "-out", `${name}.crt`, "-days", "2", "-subj", `/CN=${name}`,
     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
 }
