@@ -106,7 +106,7 @@ export class RecorderStore {
   private readonly insRecord: Database.Statement<unknown[]>;
   private readonly insQuestion: Database.Statement<unknown[]>;
   private readonly insStep: Database.Statement<unknown[]>;
-  private readonly writeBatch: (batch: BatchRecord[]) => { first: number; outcomes: number[] };
+  private readonly writeBatch: Database.Transaction<(batch: BatchRecord[]) => { first: number; outcomes: number[] }>;
 
   get path(): string {
     return this.options.path;
@@ -138,7 +138,9 @@ export class RecorderStore {
   /** Inserts records in one transaction; returns the ids given and the entries for the tail. */
   insert(batch: BatchRecord[]): TailEntry[] {
     if (batch.length === 0) return [];
-    const { first, outcomes } = this.writeBatch(batch);
+    // BEGIN IMMEDIATE: the write lock is taken first, so a writer still finishing (the old generation's,
+    // across a reload) makes this one wait busy_timeout; a deferred transaction that read first gets SQLITE_BUSY at once.
+    const { first, outcomes } = this.writeBatch.immediate(batch);
     this.records += batch.length;
     const entries = batch.map((r, i): TailEntry => ({
       record: {
