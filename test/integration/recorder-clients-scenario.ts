@@ -3,39 +3,19 @@
 // names 127.0.0.x sources (127.0.0.0/8 is all local on Linux), queries come from them over real UDP,
 // then records, filters, stats and the stream are read through the API; a reload renames a client.
 
-import dgram from "node:dgram";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { decodeMessage } from "../../src/dns/message.js";
-import { buildQuery, rcodeOf } from "../helpers/dns.js";
 import type { RunningSluice } from "../helpers/sluice.js";
 import { openSse } from "../helpers/sse.js";
 import { allRecords, apiJson, committed, until, type RecordJson } from "./recorder-helpers.js";
+import { rcodeFrom } from "../helpers/client-source.js";
+
+/** One query from `source` (a local address); resolves with the answer's rcode. */
+export const askFrom = rcodeFrom;
 
 const R = "/api/plugins/rec";
 
-/** Sends one query from `source` (a local address) and resolves with the answer's rcode. */
-export function askFrom(source: string, port: number, name: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const sock = dgram.createSocket("udp4");
-    const timer = setTimeout(() => {
-      sock.close();
-      reject(new Error(`no answer for a query from ${source}`));
-    }, 2000);
-    sock.on("error", (err) => {
-      clearTimeout(timer);
-      sock.close();
-      reject(err);
-    });
-    sock.on("message", (msg) => {
-      clearTimeout(timer);
-      sock.close();
-      resolve(rcodeOf(decodeMessage(msg)));
-    });
-    sock.bind(0, source, () => sock.send(buildQuery(name, "A"), port, "127.0.0.1"));
-  });
-}
 
 /**
  * annas-phone at .2 (kids) and .17 (kids, and guests by the group's addresses), tv at .3 (no group),

@@ -2,42 +2,19 @@
 // clock (services.clockShift) crosses the window's start and end, for the kids' address only; bad days,
 // times and zones are `sluice check` errors at their line; docs/plugins.md's example runs as printed.
 // The grammar and the DST arithmetic: test/unit/schedule.test.ts.
-import dgram from "node:dgram";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { decodeMessage } from "../../src/dns/message.js";
 import { checkErrors } from "../helpers/check.js";
-import { buildQuery, rcodeOf } from "../helpers/dns.js";
 import { startDocExample } from "../helpers/doc-example.js";
 import { answerWith, startResponder } from "../helpers/responder.js";
 import { serversYaml, startSluice, tempDir, type RunningSluice } from "../helpers/sluice.js";
 import { requireTool } from "../helpers/tools.js";
+import { rcodeFrom } from "../helpers/client-source.js";
 
 const MINUTE = 60_000;
 const ZONE = "Asia/Kolkata"; // +05:30 all year: a window computed now holds whenever the suite runs
 
-/** Sends one query from `source` (a local address) and returns the answer's rcode. */
-function rcodeFrom(source: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const sock = dgram.createSocket("udp4");
-    const timer = setTimeout(() => {
-      sock.close();
-      reject(new Error(`no answer for a query from ${source}`));
-    }, 2000);
-    sock.on("error", (err) => {
-      clearTimeout(timer);
-      sock.close();
-      reject(err);
-    });
-    sock.on("message", (msg) => {
-      clearTimeout(timer);
-      sock.close();
-      resolve(rcodeOf(decodeMessage(msg)));
-    });
-    sock.bind(0, source, () => sock.send(buildQuery("example.test", "A"), port, "127.0.0.1"));
-  });
-}
 
 /** `Tue 23:40` for Unix ms `t` in ZONE. */
 function wall(t: number): { day: string; time: string } {
@@ -83,7 +60,7 @@ ${serversYaml()}
   /** The answers of the kids' address, another one, and the declared matcher's client, with the clock at Unix ms `t`. */
   async function answersAt(t: number): Promise<number[]> {
     shift.ms = t - Date.now();
-    return [await rcodeFrom("127.0.0.2", s.udpPort), await rcodeFrom("127.0.0.1", s.udpPort), await rcodeFrom("127.0.0.3", s.udpPort)];
+    return [await rcodeFrom("127.0.0.2", s.udpPort, "example.test"), await rcodeFrom("127.0.0.1", s.udpPort, "example.test"), await rcodeFrom("127.0.0.3", s.udpPort, "example.test")];
   }
 
   test(`the answer flips at the window's start and end (${window} ${ZONE})`, async () => {
