@@ -1,32 +1,9 @@
 // `client_ip` seen from clients on different loopback addresses (127.0.0.0/8 is all local on Linux):
 // single addresses, CIDRs from a file, IPv4-mapped rules, $ip_set providers and declared matchers.
-import dgram from "node:dgram";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { decodeMessage } from "../../src/dns/message.js";
-import { buildQuery, rcodeOf } from "../helpers/dns.js";
+import { rcodeFrom } from "../helpers/client-source.js";
 import { serversYaml, startSluice, type RunningSluice } from "../helpers/sluice.js";
 
-/** Sends one query from `source` (a local address) and returns the answer's rcode. */
-function rcodeFrom(source: string, port: number, name = "example.test"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const sock = dgram.createSocket("udp4");
-    const timer = setTimeout(() => {
-      sock.close();
-      reject(new Error(`no answer for a query from ${source}`));
-    }, 2000);
-    sock.on("error", (err) => {
-      clearTimeout(timer);
-      sock.close();
-      reject(err);
-    });
-    sock.on("message", (msg) => {
-      clearTimeout(timer);
-      sock.close();
-      resolve(rcodeOf(decodeMessage(msg)));
-    });
-    sock.bind(0, source, () => sock.send(buildQuery(name, "A"), port, "127.0.0.1"));
-  });
-}
 
 let s: RunningSluice;
 beforeAll(async () => {
