@@ -1,11 +1,13 @@
 // A real browser for the dashboard tests: Debian's Chromium (never a downloaded one) driven by
-// playwright-core, headless, with a fresh profile per launch. Every page records console errors and
-// uncaught exceptions, so a test can assert that none happened; screenshots go to test-output/.
+// playwright-core, headless. Each test file gets a fresh browser context of its own (no cookies,
+// storage or cache from another file); the Chromium process under it is started once per vitest
+// worker and kept for the next file the worker runs (files run one after another in a worker:
+// isolate false), and ends with the worker. Every page records console errors and uncaught
+// exceptions, so a test can assert that none happened; screenshots go to test-output/.
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.SLUICE_CHROMIUM ?? "/usr/bin/chromium";
 /** Where screenshots go (gitignored). */
@@ -35,25 +37,31 @@ export interface TestBrowser {
 
 const FAILED_LOAD = /^Failed to load resource: (?:the server responded with a status of (\d+)|(net::ERR_\w+))/;
 
+/** This worker's Chromium (a launch costs a second or two of a busy machine's time), started at first use. */
+let shared: Promise<Browser> | null = null;
+
+async function sharedChromium(): Promise<Browser> {
+  const launch = (): Promise<Browser> => chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+  shared ??= launch();
+  let browser: Browser;
+  try {
+    browser = await shared;
+  } catch (err) {
+    shared = null;
+    throw err;
+  }
+  // One that crashed or was closed is replaced.
+  if (!browser.isConnected()) {
+    shared = launch();
+    browser = await shared;
+  }
+  return browser;
+}
+
 export async function launchBrowser(): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM)) throw new Error(`the browser tests need Chromium at ${CHROMIUM} (Debian package chromium; npm test installs it, or set SLUICE_CHROMIUM)`);
   mkdirSync(OUTPUT_DIR, { recursive: true });
-  const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
-  let context: BrowserContext;
-  try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      viewport: DESKTOP,
-      acceptDownloads: true,
-    });
-  } catch (err) {
-    rmSync(profile, { recursive: true, force: true });
-    throw err;
-  }
-  // The persistent context opens with one blank page; tests open their own.
-  for (const p of context.pages()) await p.close();
+  const context: BrowserContext = await (await sharedChromium()).newContext({ viewport: DESKTOP, acceptDownloads: true });
   return {
     async open(viewport = DESKTOP) {
       const page = await context.newPage();
@@ -86,8 +94,8 @@ export async function launchBrowser(): Promise<TestBrowser> {
       };
     },
     async close() {
+      // The file's context and its pages; the Chromium under it stays for the worker's next file.
       await context.close();
-      rmSync(profile, { recursive: true, force: true });
     },
   };
 }
