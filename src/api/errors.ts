@@ -33,9 +33,18 @@ export const ERROR_STATUS = {
   invalid_client: 400,
   invalid_pause: 400,
   unauthorized: 401,
+  invalid_token: 401,
+  token_expired: 401,
+  token_revoked: 401,
+  invalid_session: 401,
+  session_expired: 401,
+  credentials_too_large: 401,
   forbidden_host: 403,
   forbidden_origin: 403,
   upgrade_requires_auth: 403,
+  // Authenticated, but the role (or a token's scopes) does not reach this route.
+  forbidden_role: 403,
+  forbidden_scope: 403,
   // Nothing there.
   not_found: 404,
   plugin_route_not_found: 404,
@@ -46,6 +55,7 @@ export const ERROR_STATUS = {
   record_not_found: 404,
   client_not_found: 404,
   group_not_found: 404,
+  token_not_found: 404,
   // A GET on a route that changes state (it takes POST): the answer's Allow header names the methods.
   method_not_allowed: 405,
   not_acceptable: 406,
@@ -62,10 +72,13 @@ export const ERROR_STATUS = {
   dynamic_set_busy: 409,
   client_exists: 409,
   client_declared: 409,
+  token_exists: 409,
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
   upgrade_not_configured: 409,
   body_too_large: 413,
+  // Too many failed sign-ins from this address or for this user: Retry-After says when to try again.
+  too_many_attempts: 429,
   // A dynamic_domain_set at max_entries: the rules did not fit (remove some, or raise the bound).
   dynamic_set_full: 507,
   // The server could not do it.
@@ -74,12 +87,16 @@ export const ERROR_STATUS = {
   config_save_failed: 500,
   control_command_failed: 500,
   clients_state_write_failed: 500,
+  auth_state_write_failed: 500,
   // The release host failed or answered something unusable.
   upgrade_check_failed: 502,
   shutting_down: 503,
   config_save_unavailable: 503,
   config_validation_busy: 503,
   plugin_unavailable: 503,
+  // Password checks run a few at a time off the event loop; more waiting than that are turned away.
+  auth_busy: 503,
+  audit_unavailable: 503,
   cron_unavailable: 503,
   query_recorder_unavailable: 503,
   // Work an actor admitted that could not be completed now (not a refusal: retry later).

@@ -1,0 +1,19 @@
+// What a route declares about itself besides its request and response schemas: the least role it
+// needs (in the schema, so OpenAPI shows it) and how its audit line reads (in its config).
+
+import type { FastifyRequest } from "fastify";
+import type { RouteRole } from "./auth/roles.js";
+
+/** The audit line of a request to this route (after it was answered), or false: never audited (a POST that changes nothing). */
+export type AuditSummary = ((req: FastifyRequest) => string) | false;
+
+declare module "fastify" {
+  interface FastifySchema {
+    /** The least role this route needs; `public`: no credentials (signing in). Every /api route declares one. */
+    role?: RouteRole;
+  }
+  interface FastifyContextConfig {
+    /** The audit line for this route (default: method and path); false leaves it out of the audit trail. */
+    audit?: AuditSummary;
+  }
+}
