@@ -13,7 +13,7 @@ import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
 import type { TLSSocket } from "node:tls";
 import type { AuthRefusal } from "./auth/authenticator.js";
-import { roleAllows, type RouteRole } from "./auth/roles.js";
+import { roleAllows, type RouteRole } from "../registry/roles.js";
 import { scopesAllow } from "./auth/scopes.js";
 import { AuthService } from "./auth/service.js";
 import { auditLine } from "./auth/audit-line.js";

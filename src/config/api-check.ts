@@ -1,7 +1,7 @@
 // Checks of the `api.http` section that the schema cannot express: the listen address, allowed_hosts
 // entries, the WebUI index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
-import { authProblems } from "../api/auth/settings.js";
+import { authProblems } from "./auth.js";
 import { sseHeartbeatProblem } from "./heartbeat.js";
 import { configLimitsProblems } from "./limits.js";
 import { normaliseAllowedHost } from "./hosts.js";

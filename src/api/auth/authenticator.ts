@@ -5,7 +5,7 @@
 // on every request does not pay scrypt each time. Failures feed the sign-in throttle.
 
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Role } from "./roles.js";
+import type { Role } from "../../registry/roles.js";
 import type { Credentials, SessionRecord, TokenRecord } from "./credentials.js";
 import { dummyHash, PasswordPool, PasswordPoolFull } from "./passwords.js";
 import type { AuthSettings, UserEntry } from "./settings.js";

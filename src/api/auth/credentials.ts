@@ -6,8 +6,8 @@
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Role } from "./roles.js";
-import { isRole } from "./roles.js";
+import type { Role } from "../../registry/roles.js";
+import { isRole } from "../../registry/roles.js";
 
 export interface TokenRecord {
   id: string;

@@ -6,7 +6,7 @@ import { bodyField } from "../../registry/control.js";
 import { ApiError, errorResponses } from "../errors.js";
 import type { AuthRefusal, Principal } from "../auth/authenticator.js";
 import { MAX_TOKENS, type TokenView } from "../auth/credentials.js";
-import { ROLES, type Role } from "../auth/roles.js";
+import { ROLES, type Role } from "../../registry/roles.js";
 import { scopeProblem } from "../auth/scopes.js";
 import type { AuthService } from "../auth/service.js";
 import type { RouteContext } from "../server.js";
