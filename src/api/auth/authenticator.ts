@@ -55,7 +55,7 @@ export interface AuthCounters {
 /** Longest Authorization header looked at; longer is credentials_too_large. */
 export const MAX_AUTHORIZATION = 4096;
 const MAX_USER = 128;
-const MAX_PASSWORD = 1024;
+export const MAX_PASSWORD = 1024;
 /** How long a checked user/password pair is taken without scrypt again. */
 const VERIFIED_FOR_MS = 5 * 60_000;
 const VERIFIED_MAX = 256;
