@@ -11,6 +11,8 @@ import { API_REQUEST_OPTIONS } from "../config/ajv.js";
 import { configLimits, formatBytes } from "../config/limits.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
+import { createAudit, type AuditTrail } from "./audit/audit.js";
+import { auditEntryOf, rememberErrorCode } from "./audit/hook.js";
 import { BasicAuth } from "./auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
@@ -34,6 +36,8 @@ export interface ApiServer {
   readonly fastify: FastifyInstance;
   /** The routes' schemas, compiled on first use (compileAll for checks). */
   readonly schemas: LazySchemas;
+  /** The audit trail of management requests (api.http.audit). */
+  readonly audit: AuditTrail;
   listen(): Promise<void>;
   /** Applies a reloaded `api` section: auth, CORS and WebUI change at once; listen/ssl need a restart. */
   updatePolicy(config: ApiConfig): void;
@@ -168,6 +172,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     schemaController: { compilersFactory: schemas.factories() },
   }) as unknown as FastifyInstance;
   let policy = makePolicy(host, initial);
+  const audit = await createAudit(host, initial);
   const routes: RouteOptions[] = [];
   fastify.addHook("onRoute", (route) => {
     if (isApi(route.url) && route.method !== "HEAD") routes.push(route);
@@ -213,6 +218,13 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     if (isApi(req.url, req.routeOptions.url) && gate(req, reply)) return reply;
   });
 
+  // The audit trail: every state-changing /api request and every refused one (src/api/audit/hook.ts).
+  fastify.addHook("onSend", rememberErrorCode);
+  fastify.addHook("onResponse", async (req, reply) => {
+    const entry = auditEntryOf(req, reply);
+    if (entry) audit.sink.append(entry);
+  });
+
   fastify.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof ApiError) return reply.code(err.status).send({ ...errorBody(err.code, err.message), ...err.extra });
     if (err.validation) {
@@ -255,6 +267,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   registerInspectRoutes(fastify, ctx);
   registerLogRoutes(fastify, ctx);
   registerPluginRoutes(fastify, ctx);
+  audit.register(fastify, ctx);
   // Routes exist only in builds with the upgrade feature (spec: Upgrade).
   if (host.catalog.build.enabledFeatures.includes("upgrade")) registerUpgradeRoutes(fastify, ctx);
   fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, policy.auth !== null));
@@ -272,6 +285,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   return {
     fastify,
     schemas,
+    audit,
     address,
     async listen() {
       await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });
@@ -289,10 +303,12 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       }
       policy = makePolicy(host, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
       fastify.server.maxConnections = config.limits?.max_conns ?? DEFAULT_MAX_CONNS;
+      audit.update(config);
     },
     async close() {
       unprotect();
       await fastify.close();
+      await audit.close();
     },
   };
 }
