@@ -58,12 +58,14 @@ describe("PostgreSQL audit store", () => {
       ["/api/plugins/d/flush", "d", 200, null],
       ["/api/plugins/c/flush", "c", 200, null],
     ]);
-    expect(existsSync(join(a.dir, "data"))).toBe(false);
+    expect(existsSync(join(a.dir, "data", "audit.db"))).toBe(false);
     const ids = (q: string): Promise<number[]> => auditPage(a, q).then((p) => p.entries.map((e) => e.id));
     expect(await ids("tag=d")).toEqual([fromA[1].id]);
     expect(await ids("status=4xx")).toEqual([fromA[0].id]);
     expect(await ids("status=200&method=post")).toEqual([fromA[1].id, fromA[2].id]);
-    expect(await ids("route=%7BTAG%7D%2Fflush&q=C%2FFLUSH")).toEqual([fromA[2].id]);
+    // Substrings, any case: the route's pattern, and the summary (the route's own line).
+    expect(await ids("route=%7BTAG%7D%2Fflush")).toEqual([fromA[0].id, fromA[1].id, fromA[2].id]);
+    expect(await ids(`q=${encodeURIComponent(fromA[2].summary.toUpperCase())}`)).toEqual([fromA[2].id]);
     expect(await ids("actor=anonymous&via=none")).toEqual(fromA.map((e) => e.id));
     expect(await ids(`from_ms=${fromA[1].at_ms}&to_ms=${fromA[1].at_ms}`)).toContain(fromA[1].id);
     expect(await ids("q=100%25")).toEqual([]);

@@ -1,7 +1,8 @@
 // The audit trail's SQLite store over time: retention and max_entries pruning (entries dated in the
-// past and the actor's prune timer sent by the test: no real time is waited), a restart on the same
-// file, a full queue that drops and counts, the trail switched off and on by reloads, a store that
-// cannot be opened (503 audit_unavailable), and the settings `sluice check` refuses with line/column.
+// past or the process clock moved on with services.clockShift, and the actor's prune timer sent by
+// the test: no real time is waited), a restart on the same file, a full queue that drops and counts,
+// the trail switched off and on by reloads, a store that cannot be opened (503 audit_unavailable),
+// and the settings `sluice check` refuses with line/column.
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
@@ -23,8 +24,8 @@ ${audit === null ? "" : `    audit: ${audit}\n`}plugins:
 `;
 
 const running: RunningSluice[] = [];
-const start = async (text: string, dir?: string): Promise<RunningSluice> => {
-  const s = await startSluice(text, {}, dir === undefined ? {} : { dir });
+const start = async (text: string, dir?: string, clockShift?: { ms: number }): Promise<RunningSluice> => {
+  const s = await startSluice(text, {}, { ...(dir === undefined ? {} : { dir }), ...(clockShift ? { clockShift } : {}) });
   running.push(s);
   return s;
 };
@@ -74,6 +75,20 @@ describe("pruning", () => {
     expect((await auditPage(s)).entries).toEqual(all.slice(0, 5));
     // Nothing more to do.
     expect(await prune(s)).toBe(0);
+  });
+
+  test("retention counts on the process's clock: moved on 31 days, the requests made before are pruned", async () => {
+    const clockShift = { ms: 0 };
+    const s = await start(yaml("{ retention: 30d }"), undefined, clockShift);
+    await flush(s);
+    await flush(s);
+    await entriesAtLeast(s, 2);
+    clockShift.ms = 31 * DAY;
+    await flush(s);
+    const all = await entriesAtLeast(s, 3);
+    expect(all[0].at_ms - all[1].at_ms).toBeGreaterThanOrEqual(31 * DAY);
+    expect(await prune(s)).toBe(2);
+    expect((await auditPage(s)).entries).toEqual([all[0]]);
   });
 
   test("a reload that lowers max_entries applies at the next prune without reopening the store", async () => {
@@ -133,7 +148,7 @@ test("off: no file, reads are 503 audit_unavailable; a reload turns it on with a
   const off = await s.api("/api/audit");
   expect([off.status, ((await off.json()) as { code: string }).code]).toEqual([503, "audit_unavailable"]);
   expect((await s.api("/api/audit/stream")).status).toBe(503);
-  expect(existsSync(join(s.dir, "data"))).toBe(false);
+  expect(existsSync(join(s.dir, "data", "audit.db"))).toBe(false);
   await reload(s, yaml("{ path: elsewhere.db }"));
   await until("the store open", () => trailOf(s).actor.getSnapshot().matches("ready"));
   await flush(s);

@@ -33,7 +33,7 @@ export const AUDIT_QUEUE_LIMIT = 10_000;
 const BATCH_LIMIT = 1000;
 
 export interface AuditOptions {
-  /** Unix ms now: retention is measured from it. */
+  /** Unix ms now: retention is measured from it (default: the host's clock, which tests move with services.clockShift). */
   clock?: () => number;
   flushDelayMs?: number;
   pruneIntervalMs?: number;
@@ -61,7 +61,7 @@ export class AuditTrail implements Audit {
     options: AuditOptions = {},
   ) {
     this.settings = auditSettings(config.audit, host.baseDir);
-    this.clock = options.clock ?? Date.now;
+    this.clock = options.clock ?? (() => host.now());
     this.written = host.metrics.counter("sluice_audit_entries_total", "Audit trail entries written to its store", [])({});
     this.dropped = host.metrics.counter("sluice_audit_dropped_total", "Audit trail entries dropped: the queue for the store was full (store slow or down)", [])({});
     this.sink = { append: (entry) => this.append(entry) };

@@ -35,7 +35,7 @@ export function showActor(host: ApiHost, actor: AnyActorRef): () => void {
 const everyActor = (host: ApiHost): ActorInfo[] => [...listActors(host.actor as AnyActorRef), ...[...(apiActors.get(host) ?? [])].flatMap((a) => listActors(a))];
 
 export function registerInspectRoutes(api: FastifyInstance, { host }: RouteContext): void {
-  api.get("/api/actors", { schema: { summary: "Every actor in the control plane with its state", tags: ["observability"], response: { 200: actorsSchema } } }, async () => ({
+  api.get("/api/actors", { schema: { role: "viewer", summary: "Every actor in the control plane with its state", tags: ["observability"], response: { 200: actorsSchema } } }, async () => ({
     ok: true,
     actors: everyActor(host),
   }));
@@ -46,6 +46,7 @@ export function registerInspectRoutes(api: FastifyInstance, { host }: RouteConte
     {
       exposeHeadRoute: false,
       schema: {
+        role: "viewer",
         summary: "Every actor's state, then each change (Server-Sent Events)",
         description: STREAM_DESCRIPTION,
         tags: ["observability"],
