@@ -66,7 +66,7 @@ function statusOf(method: string, path: string, authorization: string | null): P
       res.on("data", (d: Buffer) => chunks.push(d));
       res.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8");
-        let body: Record<string, unknown> | null = null;
+        let body: Record<string, unknown> | null;
         try {
           body = JSON.parse(text) as Record<string, unknown>;
         } catch {

@@ -34,7 +34,7 @@ afterAll(() => s.stop());
 
 const bearer = (secret: string): Record<string, string> => ({ authorization: `Bearer ${secret}` });
 
-async function makeToken(body: Record<string, unknown>, headers = ADMIN): Promise<{ status: number; json: Record<string, unknown> }> {
+async function makeToken(body: Record<string, unknown>, headers: Record<string, string> = ADMIN): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await s.api("/api/tokens", { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
