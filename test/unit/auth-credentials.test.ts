@@ -62,7 +62,7 @@ describe("tokens", () => {
     clock.now = T0 + 999;
     expect(c.checkToken(secret).ok).toBe(true);
     clock.now = T0 + 1000;
-    expect(c.checkToken(secret)).toEqual({ ok: false, code: "token_expired" });
+    expect(c.checkToken(secret)).toEqual({ ok: false, code: "token_expired", name: FIELDS.name });
     // Still listed (an expired token is not revoked) with the last use that worked.
     expect(c.activeTokens()[0]?.last_used_at_ms).toBe(T0 + 999);
   });
@@ -72,7 +72,7 @@ describe("tokens", () => {
     const { token, secret } = c.createToken(FIELDS);
     clock.now += 10;
     expect(c.revokeToken(token.id)).toMatchObject({ id: token.id, revoked_at_ms: T0 + 10 });
-    expect(c.checkToken(secret)).toEqual({ ok: false, code: "token_revoked" });
+    expect(c.checkToken(secret)).toEqual({ ok: false, code: "token_revoked", name: FIELDS.name });
     expect(c.activeTokens()).toEqual([]);
     expect(c.hasActiveName("prometheus")).toBe(false);
     expect(c.revokeToken(token.id)).toBeNull();
@@ -81,7 +81,7 @@ describe("tokens", () => {
     const later = c.createToken({ ...FIELDS, expires_at_ms: T0 + 20 });
     c.revokeToken(later.token.id);
     clock.now = T0 + 30;
-    expect(c.checkToken(later.secret)).toEqual({ ok: false, code: "token_revoked" });
+    expect(c.checkToken(later.secret)).toEqual({ ok: false, code: "token_revoked", name: FIELDS.name });
   });
 });
 
@@ -177,7 +177,7 @@ describe("the state file", () => {
     expect(next.c.activeTokens().find((t) => t.name === "prometheus")?.last_used_at_ms).toBe(T0 + 1000);
     expect(next.c.checkToken(kept.secret).ok).toBe(true);
     expect(next.c.checkToken(scoped.secret)).toMatchObject({ ok: true, token: { role: null, scopes: ["GET /api/stats", "GET /api/metrics"] } });
-    expect(next.c.checkToken(revoked.secret)).toEqual({ ok: false, code: "token_revoked" });
+    expect(next.c.checkToken(revoked.secret)).toEqual({ ok: false, code: "token_revoked", name: "old" });
     expect(next.c.checkSession(session.id, LIFETIMES)).toMatchObject({ ok: true, session: { user: "alice", created_at_ms: T0 + 1000 } });
     // The file read and serialized again by another process: the same content.
     const reread = credentials();
