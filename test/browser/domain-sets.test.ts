@@ -37,7 +37,7 @@ plugins:
 
 const NAMES = ["ads.example", "good.ads.example", "www.example.net", "a,b.example"];
 /** The sign-in probe of each new tab answers 401 (expected). */
-const SIGN_IN: ExpectedHttpError = { status: 401, path: "/api/healthz" };
+const SIGN_IN: ExpectedHttpError = { status: 401, path: "/api/session" };
 
 let s: RunningSluice;
 let authed: RunningSluice;
