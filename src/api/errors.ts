@@ -73,6 +73,8 @@ export const ERROR_STATUS = {
   client_exists: 409,
   client_declared: 409,
   token_exists: 409,
+  too_many_tokens: 409,
+  auth_not_configured: 409,
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
   upgrade_not_configured: 409,

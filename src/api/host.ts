@@ -23,6 +23,8 @@ export interface LiveRuntime {
 export interface ApiHost {
   /** Unix ms when the process started. */
   readonly startedAt: number;
+  /** Unix ms now, as session and token lifetimes count it (tests move services.clockShift instead of waiting). */
+  now(): number;
   /** Working directory (-d) that relative paths resolve against. */
   readonly baseDir: string;
   /** Environment for ${VAR} expansion when validating configuration text. */

@@ -40,7 +40,22 @@ function responseFor(status: string, schema: Json | undefined): Json {
   return { description, content: { [text ? "text/plain" : "application/json"]: { schema } } };
 }
 
-export function buildOpenApi(routes: RouteOptions[], basicAuth: boolean): Json {
+const ROLE_TEXT: Record<string, string> = {
+  public: "No credentials needed.",
+  metrics: "Role: metrics (or above).",
+  viewer: "Role: viewer (or above).",
+  operator: "Role: operator (or admin).",
+  admin: "Role: admin.",
+};
+
+/** Credentials the API takes when it asks for them: Basic users, Bearer tokens, the dashboard's session cookie. */
+const SECURITY_SCHEMES = {
+  basic: { type: "http", scheme: "basic" },
+  bearer: { type: "http", scheme: "bearer", description: "An API token from POST /api/tokens (slc_…)" },
+  session: { type: "apiKey", in: "cookie", name: "sluice_session_<port>", description: "Set by POST /api/session; named for the listener's port" },
+};
+
+export function buildOpenApi(routes: RouteOptions[], authRequired: boolean): Json {
   const paths: Record<string, Json> = {};
   for (const route of routes) {
     if ((route.schema as Json | undefined)?.hide === true) continue;
@@ -50,7 +65,9 @@ export function buildOpenApi(routes: RouteOptions[], basicAuth: boolean): Json {
     for (const [status, s] of Object.entries((schema.response ?? {}) as Record<string, Json>)) responses[status] = responseFor(status, s);
     if (!responses["200"] && !Object.keys(responses).some((k) => k.startsWith("2"))) responses["200"] = { description: "Success" };
     responses["400"] ??= responseFor("400", errorSchema);
-    if (basicAuth) responses["401"] = responseFor("401", errorSchema);
+    const role = typeof schema.role === "string" ? schema.role : undefined;
+    if (authRequired && role !== "public") responses["401"] = responseFor("401", errorSchema);
+    if (role !== undefined && role !== "public" && role !== "metrics") responses["403"] ??= { description: "The caller's role (or token scopes) does not reach this route: forbidden_role, forbidden_scope", content: { "application/json": { schema: errorSchema } } };
     for (const method of methods) {
       const op: Json = {
         summary: schema.summary ?? `${method} ${route.url}`,
@@ -58,7 +75,11 @@ export function buildOpenApi(routes: RouteOptions[], basicAuth: boolean): Json {
         parameters: [...parameters(schema.querystring as Json | undefined, "query"), ...parameters(schema.params as Json | undefined, "path")],
         responses,
       };
-      if (schema.description) op.description = schema.description;
+      const roleText = role === undefined ? undefined : ROLE_TEXT[role];
+      const description = [schema.description, roleText].filter((d): d is string => typeof d === "string" && d !== "").join("\n\n");
+      if (description) op.description = description;
+      if (role !== undefined) op["x-sluice-role"] = role;
+      if (role === "public") op.security = [];
       if (schema.body) op.requestBody = { content: { "application/json": { schema: schema.body } } };
       (paths[toOpenApiPath(route.url)] ??= {})[method.toLowerCase()] = op;
     }
@@ -67,7 +88,8 @@ export function buildOpenApi(routes: RouteOptions[], basicAuth: boolean): Json {
     openapi: "3.0.3",
     info: { title: "Sluice management API", version: VERSION },
     servers: [{ url: "/" }],
-    ...(basicAuth ? { components: { securitySchemes: { basic: { type: "http", scheme: "basic" } } }, security: [{ basic: [] }] } : {}),
+    components: { securitySchemes: SECURITY_SCHEMES },
+    ...(authRequired ? { security: [{ basic: [] }, { bearer: [] }, { session: [] }] } : {}),
     paths,
   };
 }

@@ -1,8 +1,8 @@
 // The management HTTP API: one fastify listener (HTTP or HTTPS/mTLS), the Host check on every
-// request, the Origin check, Basic Auth and CORS on /api/*, the static WebUI at /, one JSON error
-// shape, and an OpenAPI document built from the same route schemas that validate requests. Auth,
-// CORS, the guard, the connection cap and WebUI follow reloads; the listen address and TLS files
-// need a restart.
+// request, the Origin check, authentication (users, tokens, sessions) and each route's least role
+// and CORS on /api/*, the static WebUI at /, one JSON error shape, and an OpenAPI document built
+// from the same route schemas that validate requests. Users, CORS, the guard, the connection cap and
+// WebUI follow reloads; the listen address and TLS files need a restart.
 
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
@@ -11,7 +11,14 @@ import { API_REQUEST_OPTIONS } from "../config/ajv.js";
 import { configLimits, formatBytes } from "../config/limits.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
-import { BasicAuth } from "./auth.js";
+import type { TLSSocket } from "node:tls";
+import type { AuthRefusal } from "./auth/authenticator.js";
+import { roleAllows, type RouteRole } from "./auth/roles.js";
+import { scopesAllow } from "./auth/scopes.js";
+import { AuthService } from "./auth/service.js";
+import { auditLine } from "./auth/audit-line.js";
+import type { AuditSink } from "./audit/entry.js";
+import { refusalToError, registerAuthRoutes } from "./routes/auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
 import { protectListener } from "../net/outbound-policy.js";
@@ -60,7 +67,6 @@ export interface ApiAccess {
 
 interface Policy {
   config: ApiConfig;
-  auth: BasicAuth | null;
   cors: CorsPolicy;
   guard: RequestGuard;
   webui: WebUi | null;
@@ -110,7 +116,6 @@ function makePolicy(host: ApiHost, config: ApiConfig): Policy {
   const cors = CorsPolicy.from(config);
   return {
     config,
-    auth: BasicAuth.from(config),
     cors,
     guard: RequestGuard.from(config, cors),
     webui: makeWebUi(host, config.webui),
@@ -141,6 +146,11 @@ function isApi(url: string, route?: string): boolean {
 /** `X-Requested-With: XMLHttpRequest`: the caller handles a 401 itself (no WWW-Authenticate challenge). */
 const noChallenge = (header: string | string[] | undefined): boolean => typeof header === "string" && header.toLowerCase() === "xmlhttprequest";
 
+/** Every API route as `METHOD /api/path/{param}` (what token scopes are checked against). */
+function routeKeys(routes: readonly RouteOptions[]): string[] {
+  return routes.flatMap((r) => (Array.isArray(r.method) ? r.method : [r.method]).map((m) => `${m} ${r.url.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`));
+}
+
 function validationCode(context: string | undefined): "invalid_query" | "invalid_path" | "invalid_request" {
   return context === "querystring" ? "invalid_query" : context === "params" ? "invalid_path" : "invalid_request";
 }
@@ -159,15 +169,23 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
       const api = isApi(req.url);
       void reply.header("x-content-type-options", "nosniff");
-      if (hostGate(req, reply) || (api && gate(req, reply))) return;
-      const code = api ? "invalid_path" : "not_found";
-      void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
+      if (hostGate(req, reply)) return;
+      const answer = (): void => {
+        const code = api ? "invalid_path" : "not_found";
+        void reply.code(ERROR_STATUS[code]).send(errorBody(code, api ? err.message : "no such file"));
+      };
+      if (!api) return answer();
+      void gate(req, reply).then((answered) => answered || answer(), (e: unknown) => reply.send(e));
     },
     // Fastify builds its own ajv for the other routes' schemas, with the options of src/config/ajv.ts.
     ajv: { customOptions: { ...API_REQUEST_OPTIONS, coerceTypes: true } },
     schemaController: { compilersFactory: schemas.factories() },
   }) as unknown as FastifyInstance;
   let policy = makePolicy(host, initial);
+  let listeningPort = 0;
+  const auth = new AuthService(host, initial, () => listeningPort, { secure: tls !== null });
+  /** Where audit lines go (none until the audit store is up). */
+  const auditSink = null as AuditSink | null;
   const routes: RouteOptions[] = [];
   fastify.addHook("onRoute", (route) => {
     if (isApi(route.url) && route.method !== "HEAD") routes.push(route);
@@ -187,8 +205,53 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     return refusal !== null && refuse(reply, refusal);
   };
 
-  /** CORS headers, preflight, the Origin check and Basic Auth for API requests; true when it answered the request. */
-  const gate = (req: FastifyRequest, reply: FastifyReply): boolean => {
+  /** The least role of the route this request reached; a path with no route needs only to be authenticated (then 404). */
+  const neededRole = (req: FastifyRequest): RouteRole => {
+    const declared = req.routeOptions.schema?.role;
+    if (declared !== undefined) return declared;
+    // A route without a role is a bug the role matrix test finds; until then only an admin reaches it.
+    return req.routeOptions.url === undefined || req.is404 ? "metrics" : "admin";
+  };
+
+  const refuseAuth = (req: FastifyRequest, reply: FastifyReply, r: AuthRefusal): true => {
+    req.attempted = r;
+    const err = refusalToError(r, reply);
+    // A script with its own sign-in form (the dashboard) asks for no challenge: with one, browsers pop their own password dialog.
+    if (r.challenge && !noChallenge(req.headers["x-requested-with"])) void reply.header("www-authenticate", 'Basic realm="sluice"');
+    void reply.code(err.status).send({ ...errorBody(err.code, err.message), ...err.extra });
+    return true;
+  };
+
+  /** Who may do what: the caller's credentials, then the route's role (or the token's scopes). */
+  const authorise = async (req: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+    const needed = neededRole(req);
+    if (needed === "public") return false;
+    const socket = req.raw.socket as Partial<TLSSocket>;
+    const cert = socket.authorized === true ? (socket.getPeerCertificate?.().subject?.CN ?? "client certificate") : null;
+    const found = await auth.authenticator.authenticate({
+      authorization: req.headers.authorization,
+      sessionId: auth.sessionIdOf(req.headers.cookie),
+      address: req.ip,
+      certificate: typeof cert === "string" ? cert : null,
+    });
+    if (!("kind" in found)) return refuseAuth(req, reply, found);
+    req.principal = found;
+    if (found.scopes !== null) {
+      if (!scopesAllow(found.scopes, req.method, (req.url.split("?")[0] ?? ""))) {
+        void reply.code(ERROR_STATUS.forbidden_scope).send(errorBody("forbidden_scope", `token '${found.name}' has no scope for ${req.method} ${req.url.split("?")[0] ?? ""}`));
+        return true;
+      }
+    } else if (found.role === null || !roleAllows(found.role, needed)) {
+      const message = `${req.method} ${req.routeOptions.url ?? req.url.split("?")[0] ?? ""} needs the ${needed} role; ${found.kind === "token" ? "token" : "user"} '${found.name}' has ${found.role ?? "none"}`;
+      void reply.code(ERROR_STATUS.forbidden_role).send({ ...errorBody("forbidden_role", message), role_needed: needed, role: found.role });
+      return true;
+    }
+    auth.track(found, reply.raw);
+    return false;
+  };
+
+  /** CORS headers, preflight, the Origin check, authentication and the route's role for API requests; true when it answered the request. */
+  const gate = async (req: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
     void reply.headers(policy.cors.headers(req.headers.origin));
     // Preflight is answered before auth and before route lookup.
     if (req.method === "OPTIONS") {
@@ -197,20 +260,34 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     }
     const refusal = policy.guard.origin({ method: req.method, headers: req.headers, changesState: req.routeOptions.config.changesState });
     if (refusal !== null) return refuse(reply, refusal);
-    if (policy.auth && !policy.auth.check(req.headers.authorization)) {
-      // A script with its own sign-in form (the dashboard) asks for no challenge: with one, browsers pop their own password dialog.
-      if (!noChallenge(req.headers["x-requested-with"])) void reply.header("www-authenticate", 'Basic realm="sluice"');
-      void reply.code(ERROR_STATUS.unauthorized).send(errorBody("unauthorized", "missing or wrong credentials"));
-      return true;
-    }
-    return false;
+    return authorise(req, reply);
   };
 
   fastify.addHook("onRequest", async (req: FastifyRequest, reply: FastifyReply) => {
     // Every answer, JSON or text or an error, is exactly the type it says: no browser guesses HTML into it.
     void reply.header("x-content-type-options", "nosniff");
+    req.principal = null;
     if (hostGate(req, reply)) return reply;
-    if (isApi(req.url, req.routeOptions.url) && gate(req, reply)) return reply;
+    if (isApi(req.url, req.routeOptions.url) && (await gate(req, reply))) return reply;
+  });
+
+  // The error code of an answer, for the audit line (error bodies are small JSON).
+  fastify.addHook("onSend", async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (reply.statusCode >= 400 && typeof payload === "string" && payload.length < 8192 && payload.startsWith("{")) {
+      try {
+        const code = (JSON.parse(payload) as { code?: unknown }).code;
+        if (typeof code === "string") req.errorCode = code;
+      } catch {
+        // Not JSON after all: no code.
+      }
+    }
+    return payload;
+  });
+
+  fastify.addHook("onResponse", async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!auditSink || !isApi(req.url, req.routeOptions.url)) return;
+    const entry = auditLine(req, reply.statusCode, host.now());
+    if (entry) auditSink.append(entry);
   });
 
   fastify.setErrorHandler((err: FastifyError, req, reply) => {
@@ -248,16 +325,17 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   const ctx: RouteContext = {
     host,
     schemas,
-    access: () => ({ loopbackListener: isLoopback(parseListen(policy.config.listen).host), authConfigured: policy.auth !== null || (tls !== null && policy.config.ssl?.require_client_cert === true) }),
+    access: () => ({ loopbackListener: isLoopback(parseListen(policy.config.listen).host), authConfigured: auth.authenticator.current.required }),
   };
   registerControlRoutes(fastify, ctx);
   registerConfigRoutes(fastify, ctx);
   registerInspectRoutes(fastify, ctx);
   registerLogRoutes(fastify, ctx);
   registerPluginRoutes(fastify, ctx);
+  registerAuthRoutes(fastify, ctx, auth, () => routeKeys(routes));
   // Routes exist only in builds with the upgrade feature (spec: Upgrade).
   if (host.catalog.build.enabledFeatures.includes("upgrade")) registerUpgradeRoutes(fastify, ctx);
-  fastify.get("/api/openapi.json", { schema: { summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, policy.auth !== null));
+  fastify.get("/api/openapi.json", { schema: { role: "viewer", summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, auth.authenticator.current.required));
   await fastify.ready();
   // Node drops connections beyond this at accept, before any parsing.
   fastify.server.maxConnections = initial.limits?.max_conns ?? DEFAULT_MAX_CONNS;
@@ -276,6 +354,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
     async listen() {
       await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });
       const a = address();
+      listeningPort = a.port;
       host.log.info({ target: "api", address: a.address, port: a.port, protocol: a.protocol }, "management API listening");
       // No outbound request of this process (download, upgrade, config-from, any redirect) may reach it.
       unprotect = protectListener(a.address, a.port);
@@ -288,11 +367,13 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
         host.log.warn({ target: "api", body_bytes: bodyLimit }, "api.http.limits.body_bytes changed; it takes effect after a restart");
       }
       policy = makePolicy(host, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
+      auth.update({ ...config, ssl: policy.config.ssl });
       fastify.server.maxConnections = config.limits?.max_conns ?? DEFAULT_MAX_CONNS;
     },
     async close() {
       unprotect();
       await fastify.close();
+      await auth.close();
     },
   };
 }

@@ -263,6 +263,10 @@ export class App implements ApiHost {
     return this.config.path as string;
   }
 
+  now(): number {
+    return Date.now() + this.services.clockShift.ms;
+  }
+
   sseHeartbeatMs(): number {
     return sseHeartbeatMs(this.config.api);
   }

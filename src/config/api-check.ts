@@ -1,6 +1,7 @@
 // Checks of the `api.http` section that the schema cannot express: the listen address, allowed_hosts
 // entries, the WebUI index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
+import { authProblems } from "../api/auth/settings.js";
 import { sseHeartbeatProblem } from "./heartbeat.js";
 import { configLimitsProblems } from "./limits.js";
 import { normaliseAllowedHost } from "./hosts.js";
@@ -27,6 +28,7 @@ export function apiProblems(http: ApiConfig): ApiProblem[] {
   const heartbeat = sseHeartbeatProblem(http.sse_heartbeat);
   if (heartbeat) problems.push({ path: ["sse_heartbeat"], message: heartbeat });
   for (const p of configLimitsProblems(http.limits)) problems.push({ path: ["limits", p.key], message: p.message });
+  problems.push(...authProblems(http.auth));
   const ssl = http.ssl;
   if (!ssl) return problems;
   const tls = ssl.cert !== undefined && ssl.key !== undefined;

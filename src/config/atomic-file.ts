@@ -32,13 +32,14 @@ export type FileContent = string | Buffer | ((handle: FileHandle) => Promise<voi
 /**
  * Writes `content` to a hidden temp file beside `target`, fsyncs it and renames it over `target`.
  * If anything fails (the writer included) the temp file is removed and `target` is untouched.
+ * `mode`: the file's permissions whatever they were (0600 for secrets); else an existing file keeps its own.
  */
-export async function replaceFileAtomically(target: string, content: FileContent, purpose = "save"): Promise<void> {
+export async function replaceFileAtomically(target: string, content: FileContent, purpose = "save", options: { mode?: number } = {}): Promise<void> {
   const dir = dirname(target);
   const temp = join(dir, `${tempPrefix(target, purpose)}${process.pid}-${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`);
   let mode = 0o644;
   try {
-    mode = (await stat(target)).mode & 0o7777;
+    mode = options.mode ?? (await stat(target)).mode & 0o7777;
   } catch (err) {
     if (errnoCode(err) !== "ENOENT") throw err;
   }

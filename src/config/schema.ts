@@ -16,10 +16,22 @@ export interface LogConfig {
   failure_summary?: string;
 }
 
+export interface AuthConfig {
+  type?: "basic";
+  /** The single user of earlier versions (an admin); both or neither. */
+  username?: string;
+  password?: string;
+  users?: { name: string; password_hash: string; role: "metrics" | "viewer" | "operator" | "admin" }[];
+  /** Tokens and sessions (default data/auth.json, relative to the working directory). */
+  state_file?: string;
+  session?: { idle?: number | string; absolute?: number | string };
+  throttle?: { window?: number | string; address_failures?: number; user_failures?: number; first_lock?: number | string; max_lock?: number | string };
+}
+
 export interface ApiConfig {
   listen: string;
   ssl?: { cert?: string; key?: string; client_ca?: string; require_client_cert?: boolean };
-  auth?: { type: "basic"; username: string; password: string };
+  auth?: AuthConfig;
   cors?: { allowed_origins?: string[] };
   /** Omitted or true: the built-in dashboard; false: no WebUI; an object: static files from `root`. */
   webui?: boolean | { root: string; index: string };
@@ -48,6 +60,47 @@ export interface RawConfig {
 }
 
 const nonEmpty = { type: "string", minLength: 1 } as const;
+const duration = { type: ["integer", "string"], minimum: 0 } as const;
+
+const authSchema = {
+  type: "object",
+  additionalProperties: false,
+  anyOf: [{ required: ["username", "password"] }, { required: ["users"] }],
+  dependentRequired: { username: ["password"], password: ["username"] },
+  properties: {
+    type: { type: "string", enum: ["basic"], default: "basic" },
+    username: { type: "string", minLength: 1, maxLength: 128 },
+    password: { type: "string", minLength: 1, maxLength: 1024 },
+    users: {
+      type: "array",
+      minItems: 1,
+      maxItems: 1000,
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "password_hash", "role"],
+        properties: {
+          name: { type: "string", minLength: 1, maxLength: 128, pattern: "^[^:\\s]+$" },
+          password_hash: nonEmpty,
+          role: { type: "string", enum: ["metrics", "viewer", "operator", "admin"] },
+        },
+      },
+    },
+    state_file: nonEmpty,
+    session: { type: "object", additionalProperties: false, properties: { idle: duration, absolute: duration } },
+    throttle: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        window: duration,
+        address_failures: { type: "integer", minimum: 1, maximum: 10000 },
+        user_failures: { type: "integer", minimum: 1, maximum: 10000 },
+        first_lock: duration,
+        max_lock: duration,
+      },
+    },
+  },
+} as const;
 
 export const apiHttpSchema = {
   type: "object",
@@ -60,12 +113,7 @@ export const apiHttpSchema = {
       additionalProperties: false,
       properties: { cert: nonEmpty, key: nonEmpty, client_ca: nonEmpty, require_client_cert: { type: "boolean", default: false } },
     },
-    auth: {
-      type: "object",
-      additionalProperties: false,
-      required: ["username", "password"],
-      properties: { type: { type: "string", enum: ["basic"], default: "basic" }, username: nonEmpty, password: nonEmpty },
-    },
+    auth: authSchema,
     cors: {
       type: "object",
       additionalProperties: false,

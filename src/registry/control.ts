@@ -2,6 +2,7 @@
 // instance) and API routes served under /api/plugins/<tag>/. Framework-neutral: the API layer turns
 // routes into fastify routes and maps error codes and refusing guards to HTTP statuses.
 
+import type { Role } from "../api/auth/roles.js";
 import type { AnyActorLogic } from "xstate";
 import type { Logger } from "pino";
 import type { MetricsHub } from "../observability/metrics.js";
@@ -105,6 +106,8 @@ export interface RoutePlugin<I> {
 
 export interface PluginRoute<I = never> {
   readonly method: HttpMethod;
+  /** The least role that may call it (metrics < viewer < operator < admin): every route declares one. */
+  readonly role: Role;
   /** Path below /api/plugins/<tag>: "" for the plugin's own path, "entries/:id" with parameters. */
   readonly path: string;
   readonly summary: string;
@@ -133,7 +136,17 @@ export interface PluginRoute<I = never> {
    * each client a bounded queue (a slow reader skips frames and is told with `event: dropped`).
    */
   readonly stream?: boolean;
+  /** The audit line of a call that changed something, after `<type> <tag> ` (default: method and path). */
+  readonly audit?: (req: Pick<RouteRequest, "params" | "query" | "body">) => string;
   handle(req: RouteRequest, plugin: RoutePlugin<I>): RouteReply | object | Promise<RouteReply | object>;
+}
+
+/** A field of a JSON body as text for an audit line ("" when absent); long values cut. */
+export function bodyField(body: unknown, key: string): string {
+  const value = typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined;
+  if (value === undefined || value === null) return "";
+  const text = Array.isArray(value) ? `${value.length} item(s)` : typeof value === "string" || typeof value === "number" || typeof value === "boolean" ? String(value) : "{…}";
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 /** A change asked of a concern actor, as other instances of a cluster replay it. */

@@ -16,7 +16,8 @@ const config = (password: string): string => `
 api:
   http:
     listen: "127.0.0.1:0"
-    auth: { type: basic, username: ${USER}, password: "${password}" }
+    # These tests send many wrong headers on purpose: the sign-in throttle (test/integration/auth-throttle.test.ts) is raised out of their way.
+    auth: { type: basic, username: ${USER}, password: "${password}", throttle: { address_failures: 10000, user_failures: 10000 } }
     webui: { root: www }
 `;
 
@@ -93,12 +94,18 @@ test("URL-safe Base64, unpadded Base64, garbage and other schemes are refused", 
     `Basic${STANDARD}`,
     `Basic ${STANDARD} ${STANDARD}`,
     `Basic =${STANDARD}`,
-    `Bearer ${STANDARD}`,
+    `Digest ${STANDARD}`,
     STANDARD,
     `Basic ${Buffer.from(STANDARD).toString("base64")}`,
   ]) {
     expect401(await withAuth(header));
   }
+});
+
+test("a Bearer header is checked as an API token: one this server never issued is 401 invalid_token", async () => {
+  const res = await withAuth(`Bearer ${STANDARD}`);
+  expect(res.status).toBe(401);
+  expect(jsonOf(res)).toEqual({ ok: false, code: "invalid_token", message: "the token is not one this server issued" });
 });
 
 test("CORS preflight needs no credentials (204), also for unknown /api paths", async () => {

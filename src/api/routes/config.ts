@@ -24,6 +24,14 @@ interface SaveBody {
   reload: boolean;
 }
 
+/** "save the configuration (1 234 bytes, was 3f2a…) and reload" */
+function saveLine(body: unknown): string {
+  const b = (body ?? {}) as Partial<SaveBody>;
+  const size = typeof b.content === "string" ? `${Buffer.byteLength(b.content)} bytes` : "?";
+  const base = typeof b.base_version === "string" ? `, was ${b.base_version.slice(0, 12)}` : "";
+  return `save the configuration (${size}${base})${b.reload === true ? " and reload" : ""}`;
+}
+
 const saveBodySchema = {
   type: "object",
   required: ["content"],
@@ -104,7 +112,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
 
   api.get(
     "/api/config",
-    { schema: { summary: "The configuration file as written (placeholders not expanded), with its version", tags: ["config"], response: { 200: configFileSchema, 500: errorSchema } } },
+    { schema: { role: "admin", summary: "The configuration file as written (placeholders not expanded), with its version", tags: ["config"], response: { 200: configFileSchema, 500: errorSchema } } },
     async () => {
       const path = configPath();
       let file: { content: string; mtimeMs: number };
@@ -120,7 +128,9 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
   api.put(
     "/api/config",
     {
+      config: { audit: (req) => saveLine(req.body) },
       schema: {
+        role: "admin",
         summary: "Save the configuration file (atomically; optionally reload)",
         tags: ["config"],
         body: saveBodySchema,
@@ -155,7 +165,7 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
 
   api.get(
     "/api/config/check",
-    { schema: { summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: configValidSchema, 400: errorSchema, 503: errorSchema } } },
+    { schema: { role: "viewer", summary: "Validate the configuration file on disk (includes, ${VAR} expanded in memory only)", tags: ["config"], response: { 200: configValidSchema, 400: errorSchema, 503: errorSchema } } },
     () => {
       const path = configPath();
       return validated(host, { kind: "file", path, env: env() }, [], "file", path, "config_check_failed");
@@ -169,7 +179,10 @@ export function registerConfigRoutes(api: FastifyInstance, { host, schemas }: Ro
     scope.post(
       "/api/config/validate",
       {
+        // Checks text and changes nothing: not an audit line each time the editor validates.
+        config: { audit: false },
         schema: {
+          role: "admin",
           summary: "Validate YAML text (raw body, or JSON {format: 'yaml', content}); include is refused",
           tags: ["config"],
           response: { 200: configValidSchema, 400: errorSchema, 503: errorSchema },

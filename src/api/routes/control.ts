@@ -32,37 +32,39 @@ const acceptedSchema = {
 const text = { type: "string" } as const;
 
 export function registerControlRoutes(api: FastifyInstance, { host }: RouteContext): void {
-  api.get("/api/healthz", { schema: { summary: "Liveness: the API listener is up", tags: ["health"], response: { 200: text } } }, async (_req, reply) => {
+  api.get("/api/healthz", { schema: { role: "metrics", summary: "Liveness: the API listener is up", tags: ["health"], response: { 200: text } } }, async (_req, reply) => {
     return reply.type("text/plain; charset=utf-8").send("ok");
   });
 
-  api.get("/api/readyz", { schema: { summary: "Readiness: plugins initialised and at least one DNS server running", tags: ["health"], response: { 200: text, 503: text } } }, async (_req, reply) => {
+  api.get("/api/readyz", { schema: { role: "metrics", summary: "Readiness: plugins initialised and at least one DNS server running", tags: ["health"], response: { 200: text, 503: text } } }, async (_req, reply) => {
     const state = pluginsReady(host) && serverCount(host) > 0 ? "ready" : "not_ready";
     return reply.code(PROBE_STATUS[state]).type("text/plain; charset=utf-8").send(state);
   });
 
-  api.get("/api/health", { schema: { summary: "Health record", tags: ["health"], response: { 200: healthSchema, 503: healthSchema } } }, async (_req, reply) => {
+  api.get("/api/health", { schema: { role: "metrics", summary: "Health record", tags: ["health"], response: { 200: healthSchema, 503: healthSchema } } }, async (_req, reply) => {
     const h = healthRecord(host);
     return reply.code(PROBE_STATUS[h.ready ? "ready" : "not_ready"]).send(h.body);
   });
 
-  api.get("/api/build", { schema: { summary: "Build bundle, features and supported plugin types", tags: ["health"], response: { 200: buildSchema } } }, async () => ({ ok: true, build: buildRecord(host) }));
+  api.get("/api/build", { schema: { role: "viewer", summary: "Build bundle, features and supported plugin types", tags: ["health"], response: { 200: buildSchema } } }, async () => ({ ok: true, build: buildRecord(host) }));
 
-  api.get("/api/control", { schema: { summary: "Lifecycle state, uptime, configuration path and reload status", tags: ["control"], response: { 200: controlSchema } } }, async () => controlRecord(host));
+  api.get("/api/control", { schema: { role: "viewer", summary: "Lifecycle state, uptime, configuration path and reload status", tags: ["control"], response: { 200: controlSchema } } }, async () => controlRecord(host));
 
-  api.get("/api/system", { schema: { summary: "Version, platform, CPU and memory figures", tags: ["control"], response: { 200: systemSchema } } }, async () => systemRecord(host));
+  api.get("/api/system", { schema: { role: "viewer", summary: "Version, platform, CPU and memory figures", tags: ["control"], response: { 200: systemSchema } } }, async () => systemRecord(host));
 
-  api.get("/api/metrics", { schema: { summary: "Prometheus text exposition", tags: ["observability"], response: { 200: text } } }, async (_req, reply) => {
+  api.get("/api/metrics", { schema: { role: "metrics", summary: "Prometheus text exposition", tags: ["observability"], response: { 200: text } } }, async (_req, reply) => {
     const body = await host.metrics.text();
     return reply.type(host.metrics.registry.contentType).send(body);
   });
 
-  api.get("/api/reload/status", { schema: { summary: "Reload status record", tags: ["control"], response: { 200: reloadSchema } } }, async () => reloadRecord(host));
+  api.get("/api/reload/status", { schema: { role: "viewer", summary: "Reload status record", tags: ["control"], response: { 200: reloadSchema } } }, async () => reloadRecord(host));
 
   api.post(
     "/api/reload",
     {
+      config: { audit: () => "reload the configuration" },
       schema: {
+        role: "admin",
         summary: "Reload the configuration from disk, beside the running one",
         tags: ["control"],
         response: { 202: acceptedSchema, ...errorResponses("reload_busy", "control_command_failed", "shutting_down") },
@@ -76,7 +78,7 @@ export function registerControlRoutes(api: FastifyInstance, { host }: RouteConte
 
   api.post(
     "/api/shutdown",
-    { schema: { summary: "Graceful shutdown", tags: ["control"], response: { 202: acceptedSchema, ...errorResponses("shutdown_in_progress", "control_command_failed") } } },
+    { config: { audit: () => "shut down" }, schema: { role: "admin", summary: "Graceful shutdown", tags: ["control"], response: { 202: acceptedSchema, ...errorResponses("shutdown_in_progress", "control_command_failed") } } },
     async (_req, reply) => {
       controlApp(host, { type: "SHUTDOWN" });
       return reply.code(202).send(accepted("shutdown"));
@@ -86,7 +88,9 @@ export function registerControlRoutes(api: FastifyInstance, { host }: RouteConte
   api.post(
     "/api/restart",
     {
+      config: { audit: () => "restart" },
       schema: {
+        role: "admin",
         summary: "Graceful shutdown, then the same command line runs again",
         tags: ["control"],
         response: { 202: acceptedSchema, ...errorResponses("shutdown_in_progress", "control_command_failed") },

@@ -21,7 +21,7 @@ const STREAM_DESCRIPTION =
   "skips frames and gets `event: dropped` with the count.";
 
 export function registerInspectRoutes(api: FastifyInstance, { host }: RouteContext): void {
-  api.get("/api/actors", { schema: { summary: "Every actor in the control plane with its state", tags: ["observability"], response: { 200: actorsSchema } } }, async () => ({
+  api.get("/api/actors", { schema: { role: "viewer", summary: "Every actor in the control plane with its state", tags: ["observability"], response: { 200: actorsSchema } } }, async () => ({
     ok: true,
     actors: listActors(host.actor as AnyActorRef),
   }));
@@ -32,6 +32,7 @@ export function registerInspectRoutes(api: FastifyInstance, { host }: RouteConte
     {
       exposeHeadRoute: false,
       schema: {
+        role: "viewer",
         summary: "Every actor's state, then each change (Server-Sent Events)",
         description: STREAM_DESCRIPTION,
         tags: ["observability"],

@@ -90,7 +90,7 @@ export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext):
     {
       attachValidation: true,
       preValidation: lowerCaseLevel,
-      schema: { summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsSchema, 400: errorSchema } },
+      schema: { role: "viewer", summary: "Newest log entries from memory, oldest first", tags: ["observability"], querystring: logsQuery, response: { 200: logsSchema, 400: errorSchema } },
     },
     (req) => {
       rejectInvalid(req);
@@ -107,6 +107,7 @@ export function registerLogRoutes(api: FastifyInstance, { host }: RouteContext):
       attachValidation: true,
       preValidation: lowerCaseLevel,
       schema: {
+        role: "viewer",
         summary: "Live log entries (Server-Sent Events)",
         description: STREAM_DESCRIPTION,
         tags: ["observability"],

@@ -104,7 +104,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
   const registered = collect(host.catalog.definitions());
   const generation = (): number | null => host.actor.getSnapshot().context.current;
 
-  api.get("/api/plugins", { schema: { summary: "Plugins of the running configuration, with actor states and routes", tags: ["plugins"], response: { 200: pluginsSchema } } }, async () => {
+  api.get("/api/plugins", { schema: { role: "viewer", summary: "Plugins of the running configuration, with actor states and routes", tags: ["plugins"], response: { 200: pluginsSchema } } }, async () => {
     const g = generation();
     const rt = host.liveRuntime();
     const defs = new Map(host.catalog.definitions().map((d) => [d.type, d]));
@@ -152,10 +152,11 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
         method: route.method,
         url: routeUrl(":tag", route),
         attachValidation: true,
-        config: { changesState: route.changesState === true },
+        config: { changesState: route.changesState === true, audit: (req: FastifyRequest) => pluginAuditLine(host, route, req) },
         ...(route.stream ? { exposeHeadRoute: false } : {}),
         ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
         schema: {
+          role: route.role,
           summary: route.summary,
           ...(route.description ? { description: route.description } : {}),
           tags: ["plugins"],
@@ -233,7 +234,7 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
       scope.route({
         method: "GET",
         url: routeUrl(":tag", { path }),
-        schema: { hide: true },
+        schema: { hide: true, role: "viewer" },
         handler: async (req: FastifyRequest, reply: FastifyReply) => {
           const { tag } = req.params as Record<string, string>;
           const url = req.url.split("?")[0];
@@ -244,6 +245,14 @@ export function registerPluginRoutes(api: FastifyInstance, { host, schemas }: Ro
       });
     }
   });
+}
+
+/** `<type> <tag> <what the route says>`: "matcher_mode ads → always_false for 10m". */
+function pluginAuditLine(host: ApiHost, route: AnyRoute, req: FastifyRequest): string {
+  const { tag, ...params } = req.params as Record<string, string>;
+  const type = host.liveRuntime()?.plugins.get(tag ?? "")?.type ?? "plugin";
+  const what = route.audit ? route.audit({ params, query: (req.query ?? {}) as Record<string, unknown>, body: req.body }) : `${route.method} ${route.path || "/"}`;
+  return `${type} ${tag ?? "?"} ${what}`;
 }
 
 /** Paths served without GET, with the methods they have and the plugin types that serve them. */

@@ -7,6 +7,7 @@
 // socks5, ...: 400 upgrade_field_not_allowed). The body's release_host_token goes into the task's
 // settings only.
 
+import { bodyField } from "../../registry/control.js";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { sendIfAccepted } from "../../../actors/ask.js";
 import { upgradeRestartRequired, upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
@@ -69,7 +70,7 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
 }
 
 export function registerUpgradeRoutes(api: FastifyInstance, { host, access, schemas }: RouteContext): void {
-  api.get("/api/upgrade/status", { schema: { summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: upgradeStatusSchema } } }, async () => statusRecord(host));
+  api.get("/api/upgrade/status", { schema: { role: "viewer", summary: "The latest upgrade task: state, times, error, installed version", tags: ["upgrade"], response: { 200: upgradeStatusSchema } } }, async () => statusRecord(host));
 
   // Own scope: an empty body (or one without a JSON content type) is allowed and means no overrides.
   void api.register(async (scope) => {
@@ -88,7 +89,9 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
       "/api/upgrade/check",
       {
         ...common,
+        config: { audit: () => "check for a newer release" },
         schema: {
+          role: "admin",
           summary: "Compare the newest release with this one (downloads and changes nothing)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,
@@ -109,7 +112,9 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
       "/api/upgrade/apply",
       {
         ...common,
+        config: { audit: (req) => `upgrade to ${bodyField(req.body, "version") || "the newest release"}` },
         schema: {
+          role: "admin",
           summary: "Start an upgrade task: download, verify, unpack, smoke-test, switch, restart (poll /api/upgrade/status)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,

@@ -109,6 +109,7 @@ function ttlSeconds(ttl: number | string): number {
 
 const lookupRoute: PluginRoute<ReverseLookupPlugin> = {
   method: "GET",
+  role: "viewer",
   path: "",
   summary: "The name last seen answering with an IP: text/plain FQDN with a trailing dot; empty body when unknown",
   invalidQuery: "invalid_ip",

@@ -4,7 +4,7 @@
 
 import { matcherModeMachine, modeOf, type MatcherModeContext, type MatcherModeStatus } from "../../../machines/matcher-mode.machine.js";
 import { parseDuration } from "../../engine/duration.js";
-import { RouteError, type ConcernEvent, type PluginControl, type PluginRoute } from "../../registry/control.js";
+import { bodyField, RouteError, type ConcernEvent, type PluginControl, type PluginRoute } from "../../registry/control.js";
 import { MATCHER_MODES, modeValue, type MatcherMode } from "../../registry/matcher-mode.js";
 import type { MatcherPlugin } from "../../registry/types.js";
 import { matcherStatusSchema } from "./schemas.js";
@@ -40,6 +40,7 @@ function durationMs(raw: unknown): number | null {
 
 const statusRoute: PluginRoute<MatcherPlugin> = {
   method: "GET",
+  role: "viewer",
   path: "status",
   summary: "This matcher's runtime mode",
   schema: { response: { 200: matcherStatusSchema } },
@@ -51,7 +52,9 @@ const statusRoute: PluginRoute<MatcherPlugin> = {
 
 const modeRoute: PluginRoute<MatcherPlugin> = {
   method: "POST",
+  role: "operator",
   path: "mode",
+  audit: (req) => `→ ${bodyField(req.body, "mode")}${bodyField(req.body, "duration") ? ` for ${bodyField(req.body, "duration")}` : ""}`,
   summary: "Set this matcher's runtime mode (normal, always_true, always_false), optionally for a while",
   description: "Idempotent. A reload or restart returns every matcher to normal. With `duration` the mode returns to normal by itself; status then shows until_ms.",
   invalidBody: "invalid_matcher_runtime_mode",

@@ -19,7 +19,9 @@ async function reloadProvider(provider: ProviderPlugin, tag: string): Promise<Pr
 
 export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
   method: "POST",
+  role: "operator",
   path: "reload",
+  audit: () => "reload its rules",
   summary: "Reload this provider's rules with its startup configuration; the old rules serve until the new ones are complete",
   errors: ["provider_reload_failed", "provider_reload_busy"],
   notFound: "provider_not_found",
@@ -40,6 +42,7 @@ export const providerReloadRoute: PluginRoute<ProviderPlugin> = {
 
 export const providerStatusRoute: PluginRoute<ProviderPlugin> = {
   method: "GET",
+  role: "viewer",
   path: "reload/status",
   summary: "This provider's rule count and reload state",
   notFound: "provider_not_found",

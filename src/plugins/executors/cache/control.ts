@@ -40,7 +40,9 @@ const ask = (plugin: RoutePlugin<CacheExecutor>, event: CacheOperation): Promise
 const flush: PluginRoute<CacheExecutor> = {
   // POST only: a GET that empties the cache could be fired by a link, a redirect or a prefetch.
   method: "POST",
+  role: "operator",
   path: "flush",
+  audit: () => "flush every entry",
   summary: "Remove every entry",
   changesState: true,
   errors: ["cache_busy"],
@@ -53,6 +55,7 @@ const flush: PluginRoute<CacheExecutor> = {
 const routes: PluginRoute<CacheExecutor>[] = [
   {
     method: "GET",
+    role: "viewer",
     path: "entries",
     summary: "A page of live entries, newest first",
     description: "Cursor paging visits every entry that lives through it exactly once (entries stored after the first page are not visited).",
@@ -75,7 +78,9 @@ const routes: PluginRoute<CacheExecutor>[] = [
   },
   {
     method: "DELETE",
+    role: "operator",
     path: "entries/:id",
+    audit: (req) => `delete entry ${req.params.id ?? ""}`,
     summary: "Remove one entry",
     errors: ["cache_entry_not_found", "invalid_cache_entry_id", "cache_busy"],
     schema: {
@@ -90,6 +95,7 @@ const routes: PluginRoute<CacheExecutor>[] = [
   flush,
   {
     method: "GET",
+    role: "viewer",
     path: "dump",
     summary: "Download the live entries as a dump file (application/octet-stream)",
     errors: ["cache_busy"],
@@ -99,7 +105,9 @@ const routes: PluginRoute<CacheExecutor>[] = [
   },
   {
     method: "POST",
+    role: "operator",
     path: "load_dump",
+    audit: () => "load a dump",
     summary: "Replace the entries with those of a dump (raw bytes, up to 256 MiB); undecodable data changes nothing",
     description: "The dump is decoded as it arrives, in slices that leave DNS served, and only the `size` most recently used live entries are kept.",
     body: "stream",

@@ -23,7 +23,9 @@ const jobsOf = (plugin: { concern: { snapshot(): { context: unknown } } }): Reco
 const routes: PluginRoute<CronPlugin>[] = [
   {
     method: "POST",
+    role: "operator",
     path: "jobs/:job/run",
+    audit: (req) => `run job ${req.params.job ?? ""}`,
     summary: "Start a job now (manual trigger); 202 once the run is accepted, before it ends",
     description:
       "The run goes through the plugin's manual queue: manual runs of one plugin run one at a time, in order, and `current_run.status` is `pending` while one waits. The job's schedule is unchanged.",
@@ -41,6 +43,7 @@ const routes: PluginRoute<CronPlugin>[] = [
   },
   {
     method: "GET",
+    role: "viewer",
     path: "jobs/status",
     summary: "Every job's schedule, next run, current run and latest manual result",
     schema: {

@@ -6,7 +6,7 @@
 import { stat } from "node:fs/promises";
 import { fromPromise } from "xstate";
 import { downloadMachine, fetching, type DownloadContext, type DownloadInput, type DownloadResult, type FetchInput } from "../../../../machines/download.machine.js";
-import { RouteError, type ConcernHandle, type PluginControl, type PluginRoute } from "../../../registry/control.js";
+import { bodyField, RouteError, type ConcernHandle, type PluginControl, type PluginRoute } from "../../../registry/control.js";
 import type { Downloader } from "./index.js";
 import { downloadBatchSchema, downloadsSchema } from "./schemas.js";
 
@@ -30,6 +30,7 @@ async function list(downloader: Downloader, concern: ConcernHandle): Promise<obj
 const routes: PluginRoute<Downloader>[] = [
   {
     method: "GET",
+    role: "viewer",
     path: "downloads",
     summary: "The configured downloads with their last run, last success, last error and file size",
     schema: { response: { 200: downloadsSchema } },
@@ -39,7 +40,9 @@ const routes: PluginRoute<Downloader>[] = [
   },
   {
     method: "POST",
+    role: "operator",
     path: "download",
+    audit: (req) => `download ${bodyField(req.body, "index") || "every file"}`,
     summary: "Download every configured file ({}) or one ({index}); answers when the batch is done",
     description: "ok is false when any file failed (timeouts included); the previous file of a failed item is unchanged. A batch already running (manual, pipeline or cron) makes this 409 download_busy.",
     invalidBody: "invalid_download_request",

@@ -44,6 +44,7 @@ async function read(plugin: RoutePlugin<QueryRecorder>, request: ReadRequest): P
 function stat(path: string, summary: string, extra: Record<string, object>, response: object, build: (q: Record<string, unknown>) => ReadRequest, description?: string): PluginRoute<QueryRecorder> {
   return {
     method: "GET",
+    role: "viewer",
     path: `stats/${path}`,
     summary,
     ...(description ? { description } : {}),
@@ -58,6 +59,7 @@ const topLimit = { limit: { type: "integer", minimum: 1, default: DEFAULT_TOP, d
 export const routes: PluginRoute<QueryRecorder>[] = [
   {
     method: "GET",
+    role: "viewer",
     path: "records",
     summary: "A page of records, newest first, without steps",
     description: "Continue with `cursor` = the previous page's `next_cursor` (`<created_at_ms>:<id>`, strictly after that row); it is null on the last page.",
@@ -77,6 +79,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
   },
   {
     method: "GET",
+    role: "viewer",
     path: "records/:id",
     summary: "One record with its execution path",
     errors: ["invalid_record_id", "record_not_found", ...READ_ERRORS],
@@ -92,7 +95,9 @@ export const routes: PluginRoute<QueryRecorder>[] = [
   },
   {
     method: "DELETE",
+    role: "admin",
     path: "records",
+    audit: () => "delete every record",
     summary: "Delete every record (current schema generation) after committing the queue",
     description: "Older schema generations in the same file and other recorders are not touched. The stream's replay tail is emptied too.",
     errors: ["query_recorder_busy", "query_recorder_unavailable", "query_recorder_clear_failed"],
@@ -147,6 +152,7 @@ export const routes: PluginRoute<QueryRecorder>[] = [
   ),
   {
     method: "GET",
+    role: "viewer",
     path: "stream",
     summary: "New records as Server-Sent Events",
     description:

@@ -38,6 +38,7 @@ async function logged<T extends RosScanResult | RosCleanupResult>(log: Logger, w
 const routes: PluginRoute<RosAddressList>[] = [
   {
     method: "GET",
+    role: "viewer",
     path: "sync/status",
     summary: "The manager's state: intake and retry backlog, rows known in the lists, last batch, scan and error",
     schema: { response: { 200: rosStatusSchema } },

@@ -16,7 +16,9 @@ const flushSchema = {
 const routes: PluginRoute<SetsPlugin>[] = [
   {
     method: "POST",
+    role: "operator",
     path: "write",
+    audit: () => "write the queued prefixes now",
     summary: "Write the prefixes queued now, without waiting for the batch interval; answers once they are written",
     description: "ok is false when a write failed (error says why; those entries are dropped and written again when an answer brings them back).",
     changesState: true,

@@ -7,7 +7,7 @@
 import type { ClientChanges, ClientsContext, GroupPause, NamedClient } from "../../../../machines/clients.machine.js";
 import { clientIdOf } from "../../../engine/clients.js";
 import { parseDuration } from "../../../engine/duration.js";
-import { RouteError, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
+import { bodyField, RouteError, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
 import type { ArgProblem } from "../../../registry/types.js";
 import { clientProblems, macOf } from "./args.js";
 import type { ClientRecord, SeenClient } from "./directory.js";
@@ -103,6 +103,7 @@ const namedRecord = (plugin: Plugin, name: string): ClientRecord | null => plugi
 
 const listRoute: PluginRoute<ClientsProvider> = {
   method: "GET",
+  role: "viewer",
   path: "clients",
   summary: "Clients: declared and named ones with what their queries showed, the clients seen but not named, and the groups",
   schema: { response: { 200: clientsListSchema } },
@@ -121,7 +122,9 @@ const listRoute: PluginRoute<ClientsProvider> = {
 
 const nameRoute: PluginRoute<ClientsProvider> = {
   method: "POST",
+  role: "operator",
   path: "clients",
+  audit: (req) => `name client ${bodyField(req.body, "name")}`,
   summary: "Name a client (a seen one, by its address, MAC or id) and put it in groups; kept in the state file",
   description:
     "Every field is checked first (400 invalid_client naming it: a malformed address, MAC or id, an unknown group, an identifier another client has). " +
@@ -141,7 +144,9 @@ const nameRoute: PluginRoute<ClientsProvider> = {
 
 const updateRoute: PluginRoute<ClientsProvider> = {
   method: "PUT",
+  role: "operator",
   path: "clients/:name",
+  audit: (req) => `change client ${req.params.name ?? ""}`,
   summary: "Change a client named through the API: each list given replaces its own",
   invalidBody: "invalid_client",
   errors: ["invalid_client", "client_not_found", "client_declared", "clients_state_write_failed"],
@@ -159,7 +164,9 @@ const updateRoute: PluginRoute<ClientsProvider> = {
 
 const removeRoute: PluginRoute<ClientsProvider> = {
   method: "DELETE",
+  role: "operator",
   path: "clients/:name",
+  audit: (req) => `forget client ${req.params.name ?? ""}`,
   summary: "Forget a client named through the API (its queries are then those of a seen client)",
   errors: ["client_not_found", "client_declared", "clients_state_write_failed"],
   schema: { params: clientNameParams, response: { 200: okSchema } },
@@ -171,6 +178,7 @@ const removeRoute: PluginRoute<ClientsProvider> = {
 
 const groupsRoute: PluginRoute<ClientsProvider> = {
   method: "GET",
+  role: "viewer",
   path: "groups",
   summary: "Groups with their addresses, members and pause",
   schema: { response: { 200: groupsListSchema } },
@@ -193,7 +201,9 @@ function pauseLength(raw: string | number): number {
 
 const pauseRoute: PluginRoute<ClientsProvider> = {
   method: "POST",
+  role: "operator",
   path: "groups/:group/pause",
+  audit: (req) => `pause group ${req.params.group ?? ""} for ${bodyField(req.body, "duration")}`,
   summary: "Pause a group's blocking: the provider's `pause` matchers answer false for its clients until the pause ends by itself",
   description: "A pause of a paused group replaces it (the new end counts from now). Kept in the state file: a restart or reload before the end keeps it.",
   invalidBody: "invalid_pause",
@@ -208,7 +218,9 @@ const pauseRoute: PluginRoute<ClientsProvider> = {
 
 const resumeRoute: PluginRoute<ClientsProvider> = {
   method: "DELETE",
+  role: "operator",
   path: "groups/:group/pause",
+  audit: (req) => `resume group ${req.params.group ?? ""}`,
   summary: "End a group's pause now (a group not paused stays so)",
   errors: ["group_not_found", "clients_state_write_failed"],
   schema: { params: groupParams, response: { 200: pauseAnswerSchema } },

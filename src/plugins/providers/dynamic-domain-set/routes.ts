@@ -4,7 +4,7 @@
 
 import type { DynamicSetContext, RuleChange } from "../../../../machines/dynamic-set.machine.js";
 import { parseDuration } from "../../../engine/duration.js";
-import { RouteError, type PluginRoute } from "../../../registry/control.js";
+import { bodyField, RouteError, type PluginRoute } from "../../../registry/control.js";
 import type { BareRuleKind } from "../../../engine/rules/domain.js";
 import type { DynamicDomainSet } from "./set.js";
 import { parseRule } from "./store.js";
@@ -95,6 +95,7 @@ function parseRemove(body: RemoveBody): string[] {
 
 const listRoute: PluginRoute<DynamicDomainSet> = {
   method: "GET",
+  role: "viewer",
   path: "rules",
   summary: "A page of this set's live rules, in the order they were added, with their expiry and source",
   description: "Paging with the cursor visits every rule that stays in the set exactly once; rules added meanwhile come on later pages.",
@@ -107,7 +108,9 @@ const listRoute: PluginRoute<DynamicDomainSet> = {
 
 const addRoute: PluginRoute<DynamicDomainSet> = {
   method: "POST",
+  role: "operator",
   path: "rules",
+  audit: (req) => `add rules: ${bodyField(req.body, "rules") || bodyField(req.body, "rule")}`,
   summary: "Add rules (each may expire); the next query sees them, no reload needed",
   description:
     "Every rule is checked first: one bad rule (or ttl) and nothing is added (400 invalid_rules, with `errors` naming each). " +
@@ -123,7 +126,9 @@ const addRoute: PluginRoute<DynamicDomainSet> = {
 
 const removeRoute: PluginRoute<DynamicDomainSet> = {
   method: "DELETE",
+  role: "operator",
   path: "rules",
+  audit: (req) => `remove rules: ${bodyField(req.body, "rules") || bodyField(req.body, "rule")}`,
   summary: "Remove rules (written as they were added; a bare name is domain: unless rule_kind says full)",
   errors: ["invalid_rules", "dynamic_set_busy"],
   schema: { body: removeBody, response: { 200: removedSchema } },
@@ -136,7 +141,9 @@ const removeRoute: PluginRoute<DynamicDomainSet> = {
 
 const clearRoute: PluginRoute<DynamicDomainSet> = {
   method: "POST",
+  role: "operator",
   path: "rules/clear",
+  audit: () => "clear every rule",
   summary: "Remove every rule",
   changesState: true,
   errors: ["dynamic_set_busy"],
@@ -149,6 +156,7 @@ const clearRoute: PluginRoute<DynamicDomainSet> = {
 
 const statusRoute: PluginRoute<DynamicDomainSet> = {
   method: "GET",
+  role: "viewer",
   path: "rules/status",
   summary: "This set's rule counts by source, its bound, and the state of its file",
   schema: { response: { 200: setStatusSchema } },
