@@ -56,16 +56,23 @@ const kept = (w: WatchedPage): Promise<{ session: number; local: number; cookie:
 /** The session cookie of this listener in the browser's jar (scripts cannot read it). */
 async function sessionCookie(w: WatchedPage): Promise<{ name: string; value: string; httpOnly: boolean; sameSite: string; path: string }> {
   const port = new URL(s.apiUrl).port;
-  const c = (await w.page.context().cookies(s.apiUrl)).find((x) => x.name === `sluice_session_${port}`);
+  const c = (await w.page.context().cookies(`${s.apiUrl}/api/session`)).find((x) => x.name === `sluice_session_${port}`);
   if (!c) throw new Error("no session cookie");
   return c;
+}
+
+/** A tab of this file's browser with no session: the cookie an earlier test left is dropped first. */
+async function freshTab(viewport?: { width: number; height: number }): Promise<WatchedPage> {
+  const w = await browser.open(viewport);
+  await w.page.context().clearCookies();
+  return w;
 }
 
 const reason = (w: WatchedPage): ReturnType<WatchedPage["page"]["getByTestId"]> => w.page.getByTestId("sign-in").getByTestId("sign-in-reason");
 
 describe("sign-in", { timeout: 60_000 }, () => {
   test("the form refuses a wrong password and accepts the right one; the tab keeps no credential, only an HttpOnly cookie; another browser has to sign in itself", async () => {
-    const w = await browser.open(PHONE);
+    const w = await freshTab(PHONE);
     const authorization: string[] = [];
     w.page.on("request", (r) => {
       const a = r.headers().authorization;
@@ -109,7 +116,7 @@ describe("sign-in", { timeout: 60_000 }, () => {
   });
 
   test("a throttled sign-in shows the wait the server asks for, and the button waits too", async () => {
-    const w = await browser.open();
+    const w = await freshTab();
     await w.page.goto(`${s.apiUrl}/#/system`);
     const error = w.page.getByTestId("sign-in-error");
     // Wrong passwords for one user until the server throttles it (429 too_many_attempts).
@@ -134,7 +141,7 @@ describe("sign-in", { timeout: 60_000 }, () => {
 
 describe("a session", { timeout: 60_000 }, () => {
   test("runs the live log stream on its cookie, without an Authorization header", async () => {
-    const w = await browser.open();
+    const w = await freshTab();
     const streamAuth: (string | undefined)[] = [];
     w.page.on("request", (r) => {
       if (new URL(r.url()).pathname === "/api/logs/stream") streamAuth.push(r.headers().authorization);
@@ -154,7 +161,7 @@ describe("a session", { timeout: 60_000 }, () => {
   });
 
   test("ended elsewhere (its cookie signed out by another client), the next request returns to the form with the reason", async () => {
-    const w = await browser.open();
+    const w = await freshTab();
     await w.page.goto(`${s.apiUrl}/#/plugins`);
     await signInAs(w, OPS);
     await w.page.getByTestId("plugin-main").waitFor();
@@ -172,7 +179,7 @@ describe("a session", { timeout: 60_000 }, () => {
   });
 
   test("expired (idle longer than session.idle by the server's clock), the next request returns to the form saying so", async () => {
-    const w = await browser.open();
+    const w = await freshTab();
     await w.page.goto(`${s.apiUrl}/#/plugins`);
     await signInAs(w, OPS);
     await w.page.getByTestId("plugin-main").waitFor();
@@ -186,7 +193,7 @@ describe("a session", { timeout: 60_000 }, () => {
   });
 
   test("Sign out ends it on the server and clears what it typed: an unsaved configuration edit and the upgrade token are gone after signing in again", async () => {
-    const w = await browser.open();
+    const w = await freshTab();
     await w.page.goto(`${s.apiUrl}/#/config`);
     await signInAs(w, OPS);
     const editor = w.page.getByTestId("config-text");

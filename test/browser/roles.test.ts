@@ -171,8 +171,8 @@ describe("what each role sees", { timeout: 90_000 }, () => {
       };
       return [await post("api/reload"), await post("api/plugins/blocked/mode", { mode: "always_false" })];
     });
-    expect(forced[0]).toEqual({ status: 403, body: expect.objectContaining({ ok: false, code: "forbidden_role", role_needed: "admin", role: "viewer" }) });
-    expect(forced[1]).toEqual({ status: 403, body: expect.objectContaining({ ok: false, code: "forbidden_role", role_needed: "operator", role: "viewer" }) });
+    expect(forced[0]).toMatchObject({ status: 403, body: { ok: false, code: "forbidden_role", role_needed: "admin", role: "viewer" } });
+    expect(forced[1]).toMatchObject({ status: 403, body: { ok: false, code: "forbidden_role", role_needed: "operator", role: "viewer" } });
     // Nothing changed.
     const status = await page.evaluate(async () => (await (await fetch("api/plugins/blocked/status")).json()) as { mode: string });
     expect(status.mode).toBe("normal");

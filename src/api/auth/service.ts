@@ -133,9 +133,9 @@ export class AuthService {
     });
   }
 
-  /** Ends every open response of a credential (`token:<id>`, `session:<hash>`, `user:<name>`). */
-  closeKey(key: string): void {
-    for (const res of this.open.get(key) ?? []) res.destroy();
+  /** Ends every open response of a credential (`token:<id>`, `session:<hash>`, `user:<name>`) but `except` (the answer of the request ending it). */
+  closeKey(key: string, except?: ServerResponse): void {
+    for (const res of this.open.get(key) ?? []) if (res !== except) res.destroy();
     this.open.delete(key);
   }
 

@@ -104,7 +104,8 @@ export function registerAuthRoutes(api: FastifyInstance, { host }: RouteContext,
       if (!s) return { ok: true, signed_out: false };
       auth.credentials.endSession(s.hash);
       await saved(auth);
-      auth.closeKey(`session:${s.hash}`);
+      // Its event streams close; this answer (which clears the cookie) is tracked under the same key and goes out.
+      auth.closeKey(`session:${s.hash}`, reply.raw);
       return { ok: true, signed_out: true };
     },
   );
@@ -175,11 +176,11 @@ export function registerAuthRoutes(api: FastifyInstance, { host }: RouteContext,
         response: { 200: { type: "object", properties: { ok: bool, token: tokenSchema } }, ...errorResponses("token_not_found", "auth_state_write_failed") },
       },
     },
-    async (req: FastifyRequest) => {
+    async (req: FastifyRequest, reply: FastifyReply) => {
       const { id } = req.params as { id: string };
       const revoked = auth.credentials.revokeToken(id);
       if (!revoked) throw new ApiError("token_not_found", `no active token with id '${id}'`);
-      auth.closeKey(`token:${id}`);
+      auth.closeKey(`token:${id}`, reply.raw);
       await saved(auth);
       const { hash: _hash, revoked_at_ms: _at, ...view } = revoked;
       return { ok: true, token: view };
