@@ -50,6 +50,7 @@ plugins:
     args:
       - exec: $rec
       - { matches: $blocked, exec: "black_hole 0.0.0.0 short_circuit" }
+      - { matches: "qname $dyn", exec: reject 3 }
       - exec: $answers
       - exec: black_hole 10.0.0.1
   - { tag: udp, type: udp_server, args: { entry: main, listen: "127.0.0.1:0" } }

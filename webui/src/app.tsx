@@ -8,7 +8,7 @@ import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
 import { authState, errorText } from "./api";
 import { Badge, Notice } from "./components/ui";
-import { apiPaths, capabilities, loadCapabilities, type PluginInfo } from "./features";
+import { apiPaths, capabilities, capabilitiesRead, loadCapabilities, type PluginInfo } from "./features";
 import { href, route } from "./router";
 import { authRequired, can, principal, probe, role, signOutNow, type Role } from "./session";
 import { AccessPage } from "./pages/access";
@@ -109,7 +109,9 @@ function Shell() {
   const pages = offered.filter((p) => p.role === undefined || can(p.role));
   // A page of another role opened by its address says so; otherwise the start page: the Overview when the server can back it, else System.
   const barred = offered.find((p) => p.id === route.value && !pages.includes(p));
-  const current = pages.find((p) => p.id === route.value) ?? (barred ? undefined : (pages.find((p) => p.id === "overview") ?? pages.find((p) => p.id === "system")));
+  // An optional page asked for by its address waits for what the server offers before falling back to the start page.
+  const waiting = !capabilitiesRead.value && error.value === null && PAGES.some((p) => p.id === route.value) && !pages.some((p) => p.id === route.value);
+  const current = waiting ? undefined : (pages.find((p) => p.id === route.value) ?? (barred ? undefined : (pages.find((p) => p.id === "overview") ?? pages.find((p) => p.id === "system"))));
 
   useEffect(() => {
     const shown = current ?? barred;
@@ -140,7 +142,7 @@ function Shell() {
       </header>
       <main id="main" tabIndex={-1}>
         {error.value && <Notice tone="error">Could not read what the server offers: {error.value}</Notice>}
-        {barred ? <NotForRole page={barred} /> : current?.render()}
+        {waiting ? <p class="hint">Loading…</p> : barred ? <NotForRole page={barred} /> : current?.render()}
       </main>
     </>
   );
