@@ -18,6 +18,8 @@ import { scopesAllow } from "./auth/scopes.js";
 import { AuthService } from "./auth/service.js";
 import { auditLine } from "./auth/audit-line.js";
 import type { AuditSink } from "./audit/entry.js";
+// The route declarations (role, audit) and request fields (principal) every route module relies on.
+import type {} from "./route-meta.js";
 import { refusalToError, registerAuthRoutes } from "./routes/auth.js";
 import { CorsPolicy } from "./cors.js";
 import { ApiError, errorBody, ERROR_STATUS } from "./errors.js";
