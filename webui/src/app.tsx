@@ -48,9 +48,9 @@ const PAGES: Page[] = [
     sources: () => [...capabilities.value.cron, ...capabilities.value.downloads],
     render: () => <JobsPage />,
   },
-  // Audit and Access: when the server has their routes (OpenAPI), for admins.
+  // Audit and Access: when the server has their routes (OpenAPI), for admins; tokens only matter when the API asks for credentials.
   { id: "audit", title: "Audit", sources: () => (apiPaths.value.has("/api/audit") ? null : []), role: "admin", render: () => <AuditPage /> },
-  { id: "access", title: "Access", sources: () => (apiPaths.value.has("/api/tokens") ? null : []), role: "admin", render: () => <AccessPage /> },
+  { id: "access", title: "Access", sources: () => (apiPaths.value.has("/api/tokens") && authRequired.value ? null : []), role: "admin", render: () => <AccessPage /> },
 ];
 
 const available = (p: Page): boolean => {
