@@ -1,6 +1,6 @@
 // Dynamic domain sets in the dashboard, in a real browser (Chromium via playwright-core) against a real
-// Sluice (with the single user of api.http.auth, signed in through the form) whose pipeline reads two dynamic_domain_sets, `allow` (accepted before) and
-// `block` (NXDOMAIN), behind a query recorder fed with real DNS queries: the Query log's "Block" and
+// Sluice (its single api.http.auth user signed in through the form) whose pipeline reads two
+// dynamic_domain_sets, `allow` (accepted before) and `block` (NXDOMAIN), behind a query recorder fed with real DNS queries: the Query log's "Block" and
 // "Allow" add a record's name to the set the operator picks (remembered for the tab, forgotten at
 // sign-out) and the next DNS query follows; the API's refusals are shown; the Plugins page's rules
 // editor lists (paged, filtered, each rule's source and time left), adds (bad rules named at their
