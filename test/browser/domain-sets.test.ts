@@ -1,11 +1,12 @@
 // Dynamic domain sets in the dashboard, in a real browser (Chromium via playwright-core) against a real
 // Sluice (its single api.http.auth user signed in through the form) whose pipeline reads two
-// dynamic_domain_sets, `allow` (accepted before) and `block` (NXDOMAIN), behind a query recorder fed with real DNS queries: the Query log's "Block" and
-// "Allow" add a record's name to the set the operator picks (remembered for the tab, forgotten at
-// sign-out) and the next DNS query follows; the API's refusals are shown; the Plugins page's rules
-// editor lists (paged, filtered, each rule's source and time left), adds (bad rules named at their
-// lines), removes and clears, follows changes made elsewhere and rules that expire (the server's clock
-// is moved, not waited for); both pages fit 1280×800 and 390×844 with no console error.
+// dynamic_domain_sets, `allow` (accepted before) and `block` (NXDOMAIN), behind a query recorder fed
+// with real DNS queries: the Query log's "Block" and "Allow" add a record's name to the set the
+// operator picks (remembered for the tab, forgotten at sign-out) and the next DNS query follows; the
+// API's refusals are shown; the Plugins page's rules editor lists (paged, filtered, each rule's source
+// and time left), adds (bad rules named at their lines), removes and clears, follows changes made
+// elsewhere and rules that expire (the server's clock is moved, not waited for); both pages fit
+// 1280×800 and 390×844 with no console error.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { query, rcodeOf } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
