@@ -1,6 +1,7 @@
 // What /api/actors shows: every actor in the system with its state and a small context summary.
 
-import type { AnyActorRef } from "xstate";
+import type { AnyActorRef, InspectionEvent } from "xstate";
+import type { ActorTransition, Bus } from "../src/bus.js";
 
 export interface ActorInfo {
   /** systemId (app, reload, runtime:3) or the path of a child (runtime:3/plugin:main). */
@@ -52,4 +53,24 @@ export function listActors(root: AnyActorRef): ActorInfo[] {
   };
   visit(root, null);
   return out;
+}
+
+/**
+ * An `inspect` option for createActor that publishes each change of an actor's status, state value or
+ * shown context on the bus as `actor.transition` (for /api/actors/stream), for actors outside the
+ * app's system (the audit trail's).
+ */
+export function busInspector(bus: Bus): (ev: InspectionEvent) => void {
+  const lastShown = new Map<string, string>();
+  return (ev) => {
+    if (ev.type !== "@xstate.snapshot") return;
+    const snap = ev.snapshot as { status: string; value?: unknown; context?: unknown };
+    if (snap.value === undefined || bus.listenerCount("actor.transition") === 0) return;
+    const t: ActorTransition = { id: actorPath(ev.actorRef as AnyActorRef), status: snap.status, state: snap.value, context: summarise(snap.context) };
+    const shown = JSON.stringify([t.status, t.state, t.context]);
+    if (lastShown.get(t.id) === shown) return;
+    if (t.status === "active") lastShown.set(t.id, shown);
+    else lastShown.delete(t.id);
+    bus.emit("actor.transition", t);
+  };
 }

@@ -2,6 +2,7 @@
 // Only the control plane emits here; the DNS hot path never does.
 
 import { EventEmitter } from "eventemitter3";
+import type { StoredAuditEntry } from "./api/audit/store.js";
 import type { LogRecord } from "./observability/log-ring.js";
 
 export interface ActorTransition {
@@ -19,6 +20,8 @@ export interface BusEvents {
   log: (record: LogRecord) => void;
   /** An actor changed state or context (the reload status is the app actor's context). */
   "actor.transition": (t: ActorTransition) => void;
+  /** An entry of the audit trail, just written to its store (with its id). */
+  audit: (entry: StoredAuditEntry) => void;
 }
 
 export class Bus extends EventEmitter<BusEvents> {}

@@ -1,4 +1,4 @@
-// Command-line options of `sluice start|check`, `sluice upgrade ...` and `sluice probe ...`, parsed by node:util's
+// Command-line options of `sluice start|check`, `sluice upgrade ...`, `sluice probe ...` and `sluice passwd`, parsed by node:util's
 // parseArgs (strict: an unknown option, a missing value or a stray argument is an error), with its
 // errors worded the way the help reads: "unknown option '--x'", "--config needs a value".
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback; sluice probe upstream ADDRESS...
+// sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback; sluice probe upstream ADDRESS...;
+// sluice passwd [--cost LN]
 
 import { resolve } from "node:path";
 import { parseOptions, UsageError, type OptionSpec } from "./cli-args.js";
@@ -10,6 +11,7 @@ import { selfTest } from "./app/self-test.js";
 import { AUTH_ENV, configSource, DEFAULT_POLL, DEFAULT_TIMEOUT, SourceError, type ConfigSource } from "./cluster/config-source.js";
 import { initialPull, type Following } from "./cluster/follow.js";
 import { PROBE_HELP, runProbeCommand } from "./probe/command.js";
+import { PASSWD_HELP, runPasswdCommand } from "./api/auth/passwd-command.js";
 import { runUpgradeCommand, UPGRADE_HELP } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
 import { readUpgradeStart, restartIntoPrevious, rollBackTrial } from "./upgrade/trial.js";
@@ -28,6 +30,9 @@ Usage:
   sluice upgrade check|apply|rollback ...      releases: see sluice upgrade --help
   sluice probe upstream ADDRESS... [options]   which protocols an upstream answers, and how fast:
                                                see sluice probe --help
+  sluice passwd [--cost LN]                    print a password hash for api.http.auth.users: the
+                                               password is typed (not shown) or piped on stdin,
+                                               never given as an argument; see sluice passwd --help
   sluice --help | --version
 
 Options:
@@ -147,6 +152,23 @@ async function probe(argv: string[]): Promise<number> {
   }
 }
 
+async function passwd(argv: string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(PASSWD_HELP);
+    return 0;
+  }
+  try {
+    return await runPasswdCommand(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${PASSWD_HELP}`);
+      return 2;
+    }
+    report(err);
+    return 1;
+  }
+}
+
 /** Runs the program again (or leaves that to the supervisor); the exit status of this process. */
 function handOver(originalCwd: string, log?: App["log"]): number {
   const h: Handover = replaceProcess(originalCwd);
@@ -159,6 +181,7 @@ function handOver(originalCwd: string, log?: App["log"]): number {
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "upgrade") return upgrade(argv.slice(1));
   if (argv[0] === "probe") return probe(argv.slice(1));
+  if (argv[0] === "passwd") return passwd(argv.slice(1));
   let opts: ReturnType<typeof parseCommandLine>;
   try {
     opts = parseCommandLine(argv);

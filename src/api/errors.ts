@@ -104,6 +104,7 @@ export const ERROR_STATUS = {
   // Work an actor admitted that could not be completed now (not a refusal: retry later).
   query_recorder_read_failed: 503,
   query_recorder_clear_failed: 503,
+  audit_read_failed: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -57,11 +57,15 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
   recorderWriterUp: { code: "query_recorder_unavailable", message: "the recorder's writer is not running (starting, or restarting after a failure); retry shortly" },
   recorderReadersOpen: { code: "query_recorder_unavailable", message: "this recorder is stopping (its plugin is being replaced by a reload, or the process is stopping); no read can start" },
   recorderReadersFree: { code: "query_recorder_unavailable", message: "too many reads of this recorder are already waiting; retry later" },
+  // audit (machines/audit.machine.ts)
+  auditOn: { code: "audit_unavailable", message: "the audit trail is off (api.http.audit: false)" },
+  auditStoreOpen: { code: "audit_unavailable", message: "the audit store is not open (opening, or failed and to be tried again); entries wait in memory, retry shortly" },
 };
 
 /** An application actor that has stopped: the process is stopping. (Any other gone actor is a plugin's, replaced by a reload.) */
 const GONE_REFUSALS: Record<string, Refusal> = {
   config: { code: "config_save_unavailable", message: "the application is stopping; GET /api/config shows what the file holds" },
+  audit: { code: "audit_unavailable", message: "the management API is stopping; the audit trail is closed" },
 };
 
 /** The API error for an actor's refusal; other errors pass through unchanged. */

@@ -3,7 +3,7 @@
 
 import type { FastifyRequest } from "fastify";
 import type { AuthRefusal, Principal } from "./auth/authenticator.js";
-import type { RouteRole } from "./auth/roles.js";
+import type { RouteRole } from "../registry/roles.js";
 
 /** The audit line of a request to this route (after it was answered), or false: never audited (a POST that changes nothing). */
 export type AuditSummary = ((req: FastifyRequest) => string) | false;

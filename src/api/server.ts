@@ -12,8 +12,9 @@ import { configLimits, formatBytes } from "../config/limits.js";
 import { parseListen } from "../config/listen.js";
 import type { ApiConfig } from "../config/schema.js";
 import type { TLSSocket } from "node:tls";
+import { createAudit, type AuditTrail } from "./audit/audit.js";
 import type { AuthRefusal } from "./auth/authenticator.js";
-import { roleAllows, type RouteRole } from "./auth/roles.js";
+import { roleAllows, type RouteRole } from "../registry/roles.js";
 import { scopesAllow } from "./auth/scopes.js";
 import { AuthService } from "./auth/service.js";
 import { auditLine } from "./auth/audit-line.js";
@@ -43,6 +44,8 @@ export interface ApiServer {
   readonly fastify: FastifyInstance;
   /** The routes' schemas, compiled on first use (compileAll for checks). */
   readonly schemas: LazySchemas;
+  /** The audit trail of management requests (api.http.audit). */
+  readonly audit: AuditTrail;
   listen(): Promise<void>;
   /** Applies a reloaded `api` section: auth, CORS and WebUI change at once; listen/ssl need a restart. */
   updatePolicy(config: ApiConfig): void;
@@ -186,8 +189,9 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   let policy = makePolicy(host, initial);
   let listeningPort = 0;
   const auth = new AuthService(host, initial, () => listeningPort, { secure: tls !== null });
-  /** Where audit lines go (none until the audit store is up). */
-  const auditSink = null as AuditSink | null;
+  /** Where audit lines go: the audit trail (api.http.audit; an entry appended while it is off is dropped silently). */
+  const audit = await createAudit(host, initial);
+  const auditSink: AuditSink = audit.sink;
   const routes: RouteOptions[] = [];
   fastify.addHook("onRoute", (route) => {
     if (isApi(route.url) && route.method !== "HEAD") routes.push(route);
@@ -287,7 +291,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   });
 
   fastify.addHook("onResponse", async (req: FastifyRequest, reply: FastifyReply) => {
-    if (!auditSink || !isApi(req.url, req.routeOptions.url)) return;
+    if (!isApi(req.url, req.routeOptions.url)) return;
     const entry = auditLine(req, reply.statusCode, host.now());
     if (entry) auditSink.append(entry);
   });
@@ -335,6 +339,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   registerLogRoutes(fastify, ctx);
   registerPluginRoutes(fastify, ctx);
   registerAuthRoutes(fastify, ctx, auth, () => routeKeys(routes));
+  audit.register(fastify, ctx);
   // Routes exist only in builds with the upgrade feature (spec: Upgrade).
   if (host.catalog.build.enabledFeatures.includes("upgrade")) registerUpgradeRoutes(fastify, ctx);
   fastify.get("/api/openapi.json", { schema: { role: "viewer", summary: "This document", tags: ["meta"] } }, () => buildOpenApi(routes, auth.authenticator.current.required));
@@ -352,6 +357,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   return {
     fastify,
     schemas,
+    audit,
     address,
     async listen() {
       await fastify.listen({ host: addr.host, port: addr.port, ipv6Only: addr.family === 6 && !addr.dualStack });
@@ -371,11 +377,13 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
       policy = makePolicy(host, { ...config, listen: policy.config.listen, ssl: policy.config.ssl });
       auth.update({ ...config, ssl: policy.config.ssl });
       fastify.server.maxConnections = config.limits?.max_conns ?? DEFAULT_MAX_CONNS;
+      audit.update(config);
     },
     async close() {
       unprotect();
       await fastify.close();
       await auth.close();
+      await audit.close();
     },
   };
 }

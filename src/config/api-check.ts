@@ -1,7 +1,8 @@
 // Checks of the `api.http` section that the schema cannot express: the listen address, allowed_hosts
 // entries, the WebUI index name, and TLS settings that only work together (half-configured TLS must not fall back to HTTP).
 
-import { authProblems } from "../api/auth/settings.js";
+import { authProblems } from "./auth.js";
+import { auditProblems } from "./audit.js";
 import { sseHeartbeatProblem } from "./heartbeat.js";
 import { configLimitsProblems } from "./limits.js";
 import { normaliseAllowedHost } from "./hosts.js";
@@ -29,6 +30,7 @@ export function apiProblems(http: ApiConfig): ApiProblem[] {
   if (heartbeat) problems.push({ path: ["sse_heartbeat"], message: heartbeat });
   for (const p of configLimitsProblems(http.limits)) problems.push({ path: ["limits", p.key], message: p.message });
   problems.push(...authProblems(http.auth));
+  for (const p of auditProblems(http.audit)) problems.push({ path: ["audit", ...p.path], message: p.message });
   const ssl = http.ssl;
   if (!ssl) return problems;
   const tls = ssl.cert !== undefined && ssl.key !== undefined;

@@ -1,6 +1,7 @@
 // The shape of a Sluice configuration file (everything but each plugin's args, which its own
 // definition describes).
 
+import { auditSchema, type AuditConfig } from "./audit.js";
 import { clusterSchema, type ClusterConfig } from "./cluster.js";
 import { configLimitsProperties, type ConfigLimitsConfig } from "./limits.js";
 import { networkSchema, type NetworkConfig } from "./network.js";
@@ -40,6 +41,8 @@ export interface ApiConfig {
   limits?: ConfigLimitsConfig & { max_conns?: number };
   /** Interval of the `: heartbeat` comment on idle SSE streams (a duration, default 15s). */
   sse_heartbeat?: string;
+  /** The audit trail of management requests: false = off; omitted or true = SQLite at data/audit.db (docs/api.md "Audit trail"). */
+  audit?: boolean | AuditConfig;
 }
 
 export interface RawPlugin {
@@ -128,6 +131,7 @@ export const apiHttpSchema = {
     },
     allowed_hosts: { type: "array", items: nonEmpty },
     sse_heartbeat: nonEmpty,
+    audit: auditSchema,
     limits: {
       type: "object",
       additionalProperties: false,

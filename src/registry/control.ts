@@ -2,7 +2,7 @@
 // instance) and API routes served under /api/plugins/<tag>/. Framework-neutral: the API layer turns
 // routes into fastify routes and maps error codes and refusing guards to HTTP statuses.
 
-import type { Role } from "../api/auth/roles.js";
+import type { Role } from "./roles.js";
 import type { AnyActorLogic } from "xstate";
 import type { Logger } from "pino";
 import type { MetricsHub } from "../observability/metrics.js";

@@ -40,8 +40,8 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 
 const put = (body: unknown): ReturnType<typeof call> => call("PUT", "/api/config", body);
 const current = async (): Promise<Json> => (await call("GET", "/api/config")).body;
-/** Files in the config directory other than the config itself (temp files of a save must not linger). */
-const strays = (): string[] => readdirSync(s.dir).filter((n) => n !== "sluice.yaml");
+/** Files in the config directory other than the config itself and the audit trail's data/ (temp files of a save must not linger). */
+const strays = (): string[] => readdirSync(s.dir).filter((n) => n !== "sluice.yaml" && n !== "data");
 
 async function reloadDone(version: string): Promise<Json> {
   const deadline = Date.now() + 10_000;

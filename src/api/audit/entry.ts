@@ -1,7 +1,7 @@
 // One line of the audit trail: a state-changing request (or a refused one), who made it, from
 // where, and how it ended. The API's onResponse hook builds it; the audit store keeps it.
 
-import type { Role } from "../auth/roles.js";
+import type { Role } from "../../registry/roles.js";
 
 /** How the caller proved who it is. */
 export type AuditVia = "none" | "basic" | "session" | "token" | "certificate";

@@ -5,7 +5,7 @@
 // on every request does not pay scrypt each time. Failures feed the sign-in throttle.
 
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Role } from "./roles.js";
+import type { Role } from "../../registry/roles.js";
 import type { Credentials, SessionRecord, TokenRecord } from "./credentials.js";
 import { dummyHash, PasswordPool, PasswordPoolFull } from "./passwords.js";
 import type { AuthSettings, UserEntry } from "./settings.js";
@@ -55,7 +55,7 @@ export interface AuthCounters {
 /** Longest Authorization header looked at; longer is credentials_too_large. */
 export const MAX_AUTHORIZATION = 4096;
 const MAX_USER = 128;
-const MAX_PASSWORD = 1024;
+export const MAX_PASSWORD = 1024;
 /** How long a checked user/password pair is taken without scrypt again. */
 const VERIFIED_FOR_MS = 5 * 60_000;
 const VERIFIED_MAX = 256;

@@ -6,8 +6,8 @@
 
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Role } from "./roles.js";
-import { isRole } from "./roles.js";
+import type { Role } from "../../registry/roles.js";
+import { isRole } from "../../registry/roles.js";
 
 export interface TokenRecord {
   id: string;
@@ -84,7 +84,7 @@ export class Credentials {
     for (const s of data.sessions) if (typeof s.hash === "string" && typeof s.user === "string") this.sessions.set(s.hash, s);
   }
 
-  /** The file's content now (expired sessions and old revocations left out). */
+  /** The file's content now (revocations older than 30 days left out; a session stays until it is checked expired, ended or evicted). */
   serialize(): string {
     const t = this.now();
     const tokens = [...this.tokens.values()].filter((k) => k.revoked_at_ms === null || t - k.revoked_at_ms < REVOKED_KEPT_MS);

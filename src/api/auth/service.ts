@@ -133,7 +133,7 @@ export class AuthService {
     });
   }
 
-  /** Ends every open response of a credential (`token:<id>`, `session:<hash>`, `user:<name>`) but `except` (the answer of the request ending it). */
+  /** Ends every open response of a credential (`token:<id>`, `session:<hash>`, `user:<name>`), but `except` (the answer to the request that ends it). */
   closeKey(key: string, except?: ServerResponse): void {
     for (const res of this.open.get(key) ?? []) if (res !== except) res.destroy();
     this.open.delete(key);

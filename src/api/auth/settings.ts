@@ -2,11 +2,11 @@
 // single user of earlier versions (an admin), session lifetimes and the sign-in throttle; and the
 // checks `sluice check` runs on it (the schema cannot parse a hash or a duration).
 
-import { parseDuration, durationProblem } from "../../engine/duration.js";
+import { parseDuration } from "../../engine/duration.js";
 import type { ApiConfig, AuthConfig } from "../../config/schema.js";
-import { parseHash, type ParsedHash } from "./passwords.js";
+import { parseHash, type ParsedHash } from "../../config/password-hash.js";
 import type { SessionLifetimes } from "./credentials.js";
-import type { Role } from "./roles.js";
+import type { Role } from "../../registry/roles.js";
 import { DEFAULT_THROTTLE, type ThrottleSettings } from "./throttle.js";
 
 export interface UserEntry {
@@ -59,32 +59,4 @@ export function authSettings(config: ApiConfig, plainHash: (password: string) =>
       maxLockMs: ms(t.max_lock, DEFAULT_THROTTLE.maxLockMs),
     },
   };
-}
-
-/** What is wrong with api.http.auth beyond its schema: paths below `api.http`. */
-export function authProblems(auth: AuthConfig | undefined): { path: string[]; message: string }[] {
-  if (!auth) return [];
-  const problems: { path: string[]; message: string }[] = [];
-  const seen = new Set<string>();
-  (auth.users ?? []).forEach((u, i) => {
-    const hash = parseHash(u.password_hash);
-    if (typeof hash === "string") problems.push({ path: ["auth", "users", String(i), "password_hash"], message: `api.http.auth.users[${i}].password_hash ${hash}` });
-    if (seen.has(u.name)) problems.push({ path: ["auth", "users", String(i), "name"], message: `api.http.auth.users[${i}]: user '${u.name}' is listed twice` });
-    seen.add(u.name);
-  });
-  if (auth.username !== undefined && seen.has(auth.username)) {
-    problems.push({ path: ["auth", "username"], message: `api.http.auth.username '${auth.username}' is also in auth.users: keep one` });
-  }
-  const durations: [string[], number | string | undefined, number, number][] = [
-    [["session", "idle"], auth.session?.idle, 60_000, 366 * 86_400_000],
-    [["session", "absolute"], auth.session?.absolute, 60_000, 366 * 86_400_000],
-    [["throttle", "window"], auth.throttle?.window, 1000, 86_400_000],
-    [["throttle", "first_lock"], auth.throttle?.first_lock, 1000, 86_400_000],
-    [["throttle", "max_lock"], auth.throttle?.max_lock, 1000, 7 * 86_400_000],
-  ];
-  for (const [path, value, min, max] of durations) {
-    const problem = durationProblem(`api.http.auth.${path.join(".")}`, value, min, max);
-    if (problem) problems.push({ path: ["auth", ...path], message: problem });
-  }
-  return problems;
 }

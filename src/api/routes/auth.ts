@@ -6,7 +6,7 @@ import { bodyField } from "../../registry/control.js";
 import { ApiError, errorResponses } from "../errors.js";
 import type { AuthRefusal, Principal } from "../auth/authenticator.js";
 import { MAX_TOKENS, type TokenView } from "../auth/credentials.js";
-import { ROLES, type Role } from "../auth/roles.js";
+import { ROLES, type Role } from "../../registry/roles.js";
 import { scopeProblem } from "../auth/scopes.js";
 import type { AuthService } from "../auth/service.js";
 import type { RouteContext } from "../server.js";
@@ -104,7 +104,6 @@ export function registerAuthRoutes(api: FastifyInstance, { host }: RouteContext,
       if (!s) return { ok: true, signed_out: false };
       auth.credentials.endSession(s.hash);
       await saved(auth);
-      // Its event streams close; this answer (which clears the cookie) is tracked under the same key and goes out.
       auth.closeKey(`session:${s.hash}`, reply.raw);
       return { ok: true, signed_out: true };
     },

@@ -3,9 +3,10 @@
 
 import type { FastifyInstance } from "fastify";
 import type { AnyActorRef } from "xstate";
-import { listActors } from "../../../actors/inspect.js";
+import { listActors, type ActorInfo } from "../../../actors/inspect.js";
 import type { ActorTransition } from "../../bus.js";
 import { errorSchema } from "../errors.js";
+import type { ApiHost } from "../host.js";
 import { actorsSchema } from "../schemas.js";
 import type { RouteContext } from "../server.js";
 import { EventStreams, requireEventStream } from "../sse.js";
@@ -20,10 +21,23 @@ const STREAM_DESCRIPTION =
   "GET /api/actors. A `: heartbeat` comment at once and every api.http.sse_heartbeat; a client that falls far behind " +
   "skips frames and gets `event: dropped` with the count.";
 
+/** Actors outside the app's system that the API owns (the audit trail's), listed after the app's. */
+const apiActors = new WeakMap<ApiHost, Set<AnyActorRef>>();
+
+/** Lists `actor` in /api/actors (and its stream's opening snapshot) beside the app's; returns its removal. */
+export function showActor(host: ApiHost, actor: AnyActorRef): () => void {
+  let set = apiActors.get(host);
+  if (!set) apiActors.set(host, (set = new Set()));
+  set.add(actor);
+  return () => set.delete(actor);
+}
+
+const everyActor = (host: ApiHost): ActorInfo[] => [...listActors(host.actor as AnyActorRef), ...[...(apiActors.get(host) ?? [])].flatMap((a) => listActors(a))];
+
 export function registerInspectRoutes(api: FastifyInstance, { host }: RouteContext): void {
   api.get("/api/actors", { schema: { role: "viewer", summary: "Every actor in the control plane with its state", tags: ["observability"], response: { 200: actorsSchema } } }, async () => ({
     ok: true,
-    actors: listActors(host.actor as AnyActorRef),
+    actors: everyActor(host),
   }));
 
   const streams = new EventStreams(api, () => host.sseHeartbeatMs());
@@ -45,7 +59,7 @@ export function registerInspectRoutes(api: FastifyInstance, { host }: RouteConte
         // Subscribed before the snapshot list is read, in one synchronous step: no change falls between them.
         const onTransition = (t: ActorTransition): void => sink.send([frame(t)]);
         host.bus.on("actor.transition", onTransition);
-        sink.send(listActors(host.actor as AnyActorRef).map(frame));
+        sink.send(everyActor(host).map(frame));
         return () => host.bus.off("actor.transition", onTransition);
       });
     },
