@@ -3,7 +3,7 @@
 // form driven as a person would.
 
 import { hashPassword } from "../../src/api/auth/passwords.js";
-import type { Role } from "../../src/api/auth/roles.js";
+import type { Role } from "../../src/registry/roles.js";
 import type { WatchedPage } from "./browser.js";
 
 export interface TestUser {

@@ -89,15 +89,19 @@ describe("the Audit page", { timeout: 90_000 }, () => {
     const first = await ids(w.page);
     expect(first.length).toBe(100);
     expect([...first].sort((a, b) => b - a)).toEqual(first);
-    // The newest: the operator's last change back to normal.
+    // The newest: the admin signing in on this page (after its first probe, a 401 without a cookie).
     const top = await rows(w.page).first().locator("td").allTextContents();
-    expect(top[1]).toMatch(/^otto via basic/);
-    expect(top[3]).toMatch(/POST .*blocked/);
-    expect(top[4]).toMatch(/^200/);
-    expect(top[5]).toContain("normal");
+    expect(top.slice(1)).toEqual(["ada via session · admin", "127.0.0.1", "POST /api/session", "200", "sign in as ada"]);
+    expect((await rows(w.page).nth(1).locator("td").allTextContents()).slice(1, 5)).toEqual(["anonymous via none", "127.0.0.1", "GET /api/session", "401 unauthorized"]);
+    // Before them, the operator's last change back to normal.
+    const change = await rows(w.page).nth(2).locator("td").allTextContents();
+    expect(change[1]).toBe("otto via basic · operator");
+    expect(change[3]).toMatch(/^POST \/api\/plugins\/\{tag\}\/mode · blocked$/);
+    expect(change[4]).toBe("200");
+    expect(change[5]).toContain("normal");
 
     await w.page.getByTestId("audit-older").click();
-    await expect.poll(async () => (await ids(w.page)).length).toBeGreaterThanOrEqual(CHANGES + 3);
+    await expect.poll(async () => (await ids(w.page)).length).toBe(CHANGES + 3 + 2);
     const all = await ids(w.page);
     expect(new Set(all).size).toBe(all.length);
     expect([...all].sort((a, b) => b - a)).toEqual(all);
@@ -117,7 +121,8 @@ describe("the Audit page", { timeout: 90_000 }, () => {
     await applyFilters(w.page, async (f) => {
       await f.getByTestId("audit-status").fill("4xx");
     });
-    await expect.poll(() => column(w.page, 4)).toEqual(["403 forbidden_role", "403 forbidden_role", "403 forbidden_role"]);
+    // The viewer's three refused writes, and the page's own first probe (no cookie yet).
+    await expect.poll(() => column(w.page, 4)).toEqual(["401 unauthorized", "403 forbidden_role", "403 forbidden_role", "403 forbidden_role"]);
 
     await applyFilters(w.page, async (f) => {
       await f.getByTestId("audit-method").selectOption("POST");

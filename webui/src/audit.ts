@@ -33,7 +33,7 @@ export const NO_AUDIT_FILTERS: AuditFilters = { actor: "", method: "", tag: "", 
 export const METHODS = ["POST", "PUT", "PATCH", "DELETE", "GET"] as const;
 
 /** A status filter the route takes: 3 digits, or one digit and "xx". */
-export const STATUS_PATTERN = "[1-5](?:[0-9]{2}|xx|XX)";
+const STATUS_PATTERN = "[1-5](?:[0-9]{2}|xx|XX)";
 const STATUS_RE = new RegExp(`^${STATUS_PATTERN}$`);
 
 /** The query string of GET /api/audit for `f` (empty fields left out). */

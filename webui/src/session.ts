@@ -5,7 +5,7 @@
 // shown (the server refuses it anyway, 403 forbidden_role).
 
 import { computed, signal } from "@preact/signals";
-import type { Role } from "../../src/api/auth/roles.js";
+import type { Role } from "../../src/registry/roles.js";
 import { apiHeaders, authMessage, authState, onSignOut, refusedText, request, signOut } from "./api";
 
 export type { Role };
@@ -36,7 +36,7 @@ interface SignedIn {
   session: { user: string; role: Role; via: "session" } & SessionTimes;
 }
 
-/** Each role and its rank: every role may do what the ones below it may (src/api/auth/roles.ts). */
+/** Each role and its rank: every role may do what the ones below it may (src/registry/roles.ts). */
 const RANK: Record<Role, number> = { metrics: 0, viewer: 1, operator: 2, admin: 3 };
 
 /** The signed-in caller (the anonymous admin when the server asks for no credentials), or null before the first answer. */

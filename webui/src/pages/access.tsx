@@ -109,7 +109,7 @@ function Secret({ token, secret, dismiss }: { token: TokenInfo; secret: string; 
       <h2 id="secret-title">Token {token.name} created</h2>
       <p>Copy the secret now: it is shown only this once (the server keeps a hash of it). Send it as <code>Authorization: Bearer &lt;secret&gt;</code>.</p>
       <div class="inline-form">
-        <input class="mono" readOnly value={secret} aria-label={`Secret of ${token.name}`} onFocus={(e) => e.currentTarget.select()} data-testid="token-secret-value" />
+        <input class="mono secret-value" readOnly value={secret} aria-label={`Secret of ${token.name}`} onFocus={(e) => e.currentTarget.select()} data-testid="token-secret-value" />
         <button type="button" onClick={() => void copy()}>
           Copy
         </button>
@@ -204,7 +204,9 @@ export function AccessPage() {
                       </span>
                     </td>
                     <td data-label="Created">
-                      {when(t.created_at_ms)} <span class="hint">by {t.created_by}</span>
+                      <span>
+                        {when(t.created_at_ms)} <span class="hint">by {t.created_by}</span>
+                      </span>
                     </td>
                     <td data-label="Expires">
                       <span>

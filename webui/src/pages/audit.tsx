@@ -2,12 +2,13 @@
 // a token, and how they proved it), from which address, which route (and plugin tag), how it ended
 // (status and error code) and the summary line of the change. Filters by actor, method, tag, status,
 // text and time range; "Older" appends the next page by its cursor; while following, entries arriving
-// on GET /api/audit/stream that pass the filters are put on top as they happen.
+// on GET /api/audit/stream that pass the filters are put on top as they happen (and the newest page is
+// read again whenever the stream opens, for what was written while it was not).
 
 import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
 import { errorText } from "../api";
-import { filterProblem, loadAudit, METHODS, NO_AUDIT_FILTERS, passes, STATUS_PATTERN, type AuditFilters, type AuditRow } from "../audit";
+import { filterProblem, loadAudit, METHODS, NO_AUDIT_FILTERS, passes, type AuditFilters, type AuditRow } from "../audit";
 import { useLiveStream } from "../components/live";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import { count, when } from "../format";
@@ -134,6 +135,13 @@ export function AuditPage() {
     (e) => passes(e, applied.peek()),
   );
 
+  // The stream has no ids to resume from: each time it (re)opens, the newest page is read again, so
+  // what was written while it was down (or before it first opened) shows too.
+  const streamState = stream.state.value;
+  useEffect(() => {
+    if (streamState === "open" && loaded.peek()) void load(false);
+  }, [streamState]);
+
   const apply = (f: AuditFilters): void => {
     problem.value = filterProblem(f);
     if (problem.value === null) applied.value = { ...f };
@@ -143,7 +151,7 @@ export function AuditPage() {
   };
 
   const f = form.value;
-  const state = stream.state.value;
+  const state = streamState;
   return (
     <section aria-labelledby="audit-title">
       <header class="page-head">
@@ -176,7 +184,7 @@ export function AuditPage() {
           Plugin tag <input type="search" value={f.tag} onInput={(e) => set("tag", e.currentTarget.value)} size={12} data-testid="audit-tag" />
         </label>
         <label>
-          Status <input value={f.status} onInput={(e) => set("status", e.currentTarget.value)} placeholder="403, 4xx" size={6} pattern={STATUS_PATTERN} data-testid="audit-status" />
+          Status <input value={f.status} onInput={(e) => set("status", e.currentTarget.value)} placeholder="403, 4xx" size={6} data-testid="audit-status" />
         </label>
         <label>
           Text <input type="search" value={f.q} onInput={(e) => set("q", e.currentTarget.value)} placeholder="in the summary" size={16} data-testid="audit-q" />
