@@ -153,6 +153,12 @@ describe("what each role sees", { timeout: 90_000 }, () => {
     await page.getByTestId("cron-nightly").locator("li[data-job=report]").waitFor();
     expect(await writeButtons(page)).toEqual([]);
 
+    // The read-only pages read as before (no refusal among their requests: problems() below).
+    await visit(page, "overview");
+    await page.locator("[data-testid=overview-total][data-count='2']").waitFor();
+    await visit(page, "logs");
+    await page.getByTestId("stream-state").getByText("live").waitFor();
+
     // Configuration and Audit are an admin's: opened by address, they say so.
     for (const hash of ["config", "audit", "access"]) {
       await visit(page, hash);
