@@ -21,6 +21,8 @@ export interface RawRequest {
   /** HTTPS with these options (ca to trust; cert/key to present a client certificate). */
   tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
   timeoutMs?: number;
+  /** The client's own address (e.g. 127.0.0.2, to be another client). */
+  localAddress?: string;
 }
 
 export function rawRequest(opts: RawRequest): Promise<RawResponse> {
@@ -32,6 +34,7 @@ export function rawRequest(opts: RawRequest): Promise<RawResponse> {
       path: opts.path ?? "/",
       headers: opts.headers ?? {},
       agent: false as const,
+      ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
     };
     const onResponse = (res: IncomingMessage): void => {
       const chunks: Buffer[] = [];

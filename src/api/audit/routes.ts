@@ -64,6 +64,22 @@ export function registerAuditRoutes(api: FastifyInstance, { host }: RouteContext
     }
   };
 
+  /** Entries of requests already answered are read too: waits (at most `ms`) until what is queued now is written. */
+  const written = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const settled = (): boolean => trail.queued() === 0 && !trail.actor.getSnapshot().matches({ ready: { write: "flushing" } });
+      if (settled()) return resolve();
+      const finish = (): void => {
+        clearTimeout(timer);
+        sub.unsubscribe();
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      const sub = trail.actor.subscribe(() => {
+        if (settled()) finish();
+      });
+    });
+
   // One frame per entry, shared by every open stream.
   const sinks = new Set<EventSink>();
   const onEntry = (entry: StoredAuditEntry): void => {
@@ -95,6 +111,7 @@ export function registerAuditRoutes(api: FastifyInstance, { host }: RouteContext
       rejectInvalidQuery(req);
       const query = parseAuditQuery(req.query);
       await admit();
+      await written(1000);
       const store = trail.store();
       if (store === null) throw new ApiError("audit_read_failed", "the audit store closed before the read started; retry");
       try {

@@ -179,7 +179,7 @@ export class Authenticator {
     const checked = this.credentials.checkToken(presented);
     if (!checked.ok) {
       const messages = { invalid_token: "the token is not one this server issued", token_expired: "the token has expired", token_revoked: "the token was revoked" } as const;
-      return this.fail(address, refusal(checked.code, messages[checked.code], "token"));
+      return this.fail(address, refusal(checked.code, messages[checked.code], "token", { attempted: "name" in checked ? checked.name : null }));
     }
     this.touched();
     const t = checked.token;

@@ -52,7 +52,8 @@ const sha256 = (text: string): string => createHash("sha256").update(text, "utf8
 const sameHash = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a, "hex"), Buffer.from(b, "hex"));
 const randomId = (bytes: number): string => randomBytes(bytes).toString("base64url");
 
-export type TokenCheck = { ok: true; token: TokenRecord } | { ok: false; code: "invalid_token" | "token_expired" | "token_revoked" };
+/** A refused token names itself only when its secret was right (revoked or expired): never for a guess. */
+export type TokenCheck = { ok: true; token: TokenRecord } | { ok: false; code: "invalid_token" } | { ok: false; code: "token_expired" | "token_revoked"; name: string };
 export type SessionCheck = { ok: true; session: SessionRecord } | { ok: false; code: "invalid_session" | "session_expired" };
 
 interface StateFile {
@@ -98,6 +99,12 @@ export class Credentials {
     return [...this.tokens.values()].filter((k) => k.revoked_at_ms === null).map(view);
   }
 
+  /** The token with this id, active or revoked (for the audit line of a revocation). */
+  tokenById(id: string): TokenView | null {
+    const record = this.tokens.get(id);
+    return record ? view(record) : null;
+  }
+
   hasActiveName(name: string): boolean {
     return [...this.tokens.values()].some((k) => k.revoked_at_ms === null && k.name === name);
   }
@@ -125,9 +132,9 @@ export class Credentials {
     const record = m ? this.tokens.get(m[1] ?? "") : undefined;
     const matches = sameHash(sha256(presented), record?.hash ?? this.dummy) && record !== undefined;
     if (!record || !matches) return { ok: false, code: "invalid_token" };
-    if (record.revoked_at_ms !== null) return { ok: false, code: "token_revoked" };
+    if (record.revoked_at_ms !== null) return { ok: false, code: "token_revoked", name: record.name };
     const t = this.now();
-    if (record.expires_at_ms !== null && record.expires_at_ms <= t) return { ok: false, code: "token_expired" };
+    if (record.expires_at_ms !== null && record.expires_at_ms <= t) return { ok: false, code: "token_expired", name: record.name };
     record.last_used_at_ms = t;
     return { ok: true, token: record };
   }

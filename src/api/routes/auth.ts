@@ -166,7 +166,12 @@ export function registerAuthRoutes(api: FastifyInstance, { host }: RouteContext,
   api.delete(
     "/api/tokens/:id",
     {
-      config: { audit: (req) => `revoke token ${(req.params as { id: string }).id}` },
+      config: {
+        audit: (req) => {
+          const id = (req.params as { id: string }).id;
+          return `revoke token ${auth.credentials.tokenById(id)?.name ?? id}`;
+        },
+      },
       schema: {
         role: "admin",
         summary: "Revoke a token at once: its next request is refused and its open event streams close",
