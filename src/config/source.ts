@@ -4,7 +4,7 @@
 // drops it, and a problem found later (a plugin failing to start) parses the text again — with the
 // same ${VAR} values — to locate itself. Positions come from the text, so they are the same either way.
 
-import { isCollection, isNode, isPair, isScalar, LineCounter, parseDocument, type Document, type Node as YamlNode } from "yaml";
+import { isCollection, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node as YamlNode } from "yaml";
 import type { Diagnostic, YamlPath } from "./diagnostics.js";
 import { expandDocument } from "./expand.js";
 
@@ -79,8 +79,9 @@ export class SourceFile {
       if (!isCollection(node)) break;
       const items = node.items as unknown[];
       let next: unknown;
-      if (typeof seg === "number") {
-        next = items[seg];
+      // An index, as a number or as digits (paths built with String(i)) when the node is a list.
+      if (typeof seg === "number" || (isSeq(node) && /^\d+$/.test(seg))) {
+        next = items[Number(seg)];
         keyNode = null;
       } else {
         const pair = items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === seg);

@@ -129,14 +129,14 @@ test("the trail survives a restart on the same file; ids go on increasing", asyn
 
 test("a full queue drops what does not fit and counts it; the rest is written", async () => {
   const s = await start(yaml(null));
-  const written = await metric(s, "sluice_audit_entries_total");
-  expect(await metric(s, "sluice_audit_dropped_total")).toBe(0);
+  const written = await metric(s, "audit_entries_total");
+  expect(await metric(s, "audit_dropped_total")).toBe(0);
   const sink = trailOf(s).sink;
   // In one turn of the event loop: nothing is written meanwhile.
   for (let i = 0; i < AUDIT_QUEUE_LIMIT + 7; i++) sink.append(entry({ summary: `bulk ${i}` }));
   expect(trailOf(s).queued()).toBe(AUDIT_QUEUE_LIMIT);
-  expect(await metric(s, "sluice_audit_dropped_total")).toBe(7);
-  await until("the queue written", async () => (await metric(s, "sluice_audit_entries_total")) >= written + AUDIT_QUEUE_LIMIT, 20_000);
+  expect(await metric(s, "audit_dropped_total")).toBe(7);
+  await until("the queue written", async () => (await metric(s, "audit_entries_total")) >= written + AUDIT_QUEUE_LIMIT, 20_000);
   expect((await auditPage(s, "limit=1")).entries[0].summary).toBe(`bulk ${AUDIT_QUEUE_LIMIT - 1}`);
   expect((await auditPage(s, "q=bulk%2010007")).entries).toEqual([]);
   expect(trailOf(s).actor.getSnapshot().context.flushes).toBeGreaterThanOrEqual(AUDIT_QUEUE_LIMIT / 1000);

@@ -62,8 +62,8 @@ export class AuditTrail implements Audit {
   ) {
     this.settings = auditSettings(config.audit, host.baseDir);
     this.clock = options.clock ?? (() => host.now());
-    this.written = host.metrics.counter("sluice_audit_entries_total", "Audit trail entries written to its store", [])({});
-    this.dropped = host.metrics.counter("sluice_audit_dropped_total", "Audit trail entries dropped: the queue for the store was full (store slow or down)", [])({});
+    this.written = host.metrics.counter("audit_entries_total", "Audit trail entries written to its store", [])({});
+    this.dropped = host.metrics.counter("audit_dropped_total", "Audit trail entries dropped: the queue for the store was full (store slow or down)", [])({});
     this.sink = { append: (entry) => this.append(entry) };
     const machine = auditMachine.provide({
       actors: {

@@ -11,6 +11,7 @@ import { ask } from "../../../actors/ask.js";
 import { replaceFileAtomically } from "../../config/atomic-file.js";
 import type { ApiConfig } from "../../config/schema.js";
 import type { ApiHost } from "../host.js";
+import { showActor } from "../routes/inspect.js";
 import { Authenticator, sha256, type Principal } from "./authenticator.js";
 import { Credentials } from "./credentials.js";
 import { authSettings } from "./settings.js";
@@ -28,6 +29,8 @@ export class AuthService {
   private readonly actor: Actor<typeof authStateMachine>;
   private readonly open = new Map<string, Set<ServerResponse>>();
   private statePath: string;
+  /** Takes the actor off /api/actors. */
+  private readonly hideActor: () => void;
 
   constructor(
     private readonly host: ApiHost,
@@ -60,6 +63,7 @@ export class AuthService {
       { input: { touchDelayMs: TOUCH_DELAY_MS }, systemId: "auth-state" },
     );
     this.actor.start();
+    this.hideActor = showActor(host, this.actor);
   }
 
   private resolve(p: string): string {
@@ -146,6 +150,7 @@ export class AuthService {
       this.host.log.warn({ target: "api", err: (err as Error).message }, "the auth state file could not be written at stop");
     }
     this.actor.stop();
+    this.hideActor();
     for (const key of [...this.open.keys()]) this.closeKey(key);
   }
 }
