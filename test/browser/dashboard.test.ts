@@ -70,6 +70,10 @@ const READY: Record<string, (page: WatchedPage["page"]) => Promise<void>> = {
     await p.getByTestId("config-version").waitFor();
     expect(await p.getByTestId("config-text").inputValue()).toContain("tag: blocked");
   },
+  audit: async (p) => {
+    await p.getByTestId("audit-live").getByText("live").waitFor();
+    await p.getByTestId("audit-count").getByText(/to the oldest kept/).waitFor();
+  },
 };
 
 describe("every page", { timeout: 60_000 }, () => {
@@ -86,7 +90,7 @@ describe("every page", { timeout: 60_000 }, () => {
         expect((await tabThrough(view.page, 10)).filter((f) => !f.visible && f.element !== "body"), `${id} at ${name}`).toEqual([]);
       }
       // The navigation offers the pages this server backs: no recorder, cron or download plugin here.
-      expect(await view.page.locator("nav[aria-label=Pages] a").allTextContents()).toEqual(["Logs", "Plugins", "Configuration", "System"]);
+      expect(await view.page.locator("nav[aria-label=Pages] a").allTextContents()).toEqual(["Logs", "Plugins", "Configuration", "System", "Audit"]);
       expect(view.problems(), name).toEqual([]);
       await view.page.close();
     }

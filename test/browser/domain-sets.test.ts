@@ -1,11 +1,12 @@
 // Dynamic domain sets in the dashboard, in a real browser (Chromium via playwright-core) against a real
-// Sluice (with Basic auth) whose pipeline reads two dynamic_domain_sets, `allow` (accepted before) and
-// `block` (NXDOMAIN), behind a query recorder fed with real DNS queries: the Query log's "Block" and
-// "Allow" add a record's name to the set the operator picks (remembered for the tab, forgotten at
-// sign-out) and the next DNS query follows; the API's refusals are shown; the Plugins page's rules
-// editor lists (paged, filtered, each rule's source and time left), adds (bad rules named at their
-// lines), removes and clears, follows changes made elsewhere and rules that expire (the server's clock
-// is moved, not waited for); both pages fit 1280×800 and 390×844 with no console error.
+// Sluice (its single api.http.auth user signed in through the form) whose pipeline reads two
+// dynamic_domain_sets, `allow` (accepted before) and `block` (NXDOMAIN), behind a query recorder fed
+// with real DNS queries: the Query log's "Block" and "Allow" add a record's name to the set the
+// operator picks (remembered for the tab, forgotten at sign-out) and the next DNS query follows; the
+// API's refusals are shown; the Plugins page's rules editor lists (paged, filtered, each rule's source
+// and time left), adds (bad rules named at their lines), removes and clears, follows changes made
+// elsewhere and rules that expire (the server's clock is moved, not waited for); both pages fit
+// 1280×800 and 390×844 with no console error.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { query, rcodeOf } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
@@ -37,7 +38,7 @@ plugins:
 
 const NAMES = ["ads.example", "good.ads.example", "www.example.net", "a,b.example"];
 /** The sign-in probe of each new tab answers 401 (expected). */
-const SIGN_IN: ExpectedHttpError = { status: 401, path: "/api/healthz" };
+const SIGN_IN: ExpectedHttpError = { status: 401, path: "/api/session" };
 
 let s: RunningSluice;
 let authed: RunningSluice;
@@ -80,11 +81,12 @@ async function signIn(page: Page): Promise<void> {
   await page.getByRole("button", { name: "Sign out" }).waitFor();
 }
 
-/** A fresh tab at `hash`, signed in. */
+/** A fresh tab at `hash`, signed in (the browser's session cookie may have signed it in already). */
 async function openSignedIn(hash: string, viewport: { width: number; height: number } = DESKTOP): Promise<WatchedPage> {
   const w = await browser.open(viewport);
   await w.page.goto(`${s.apiUrl}/#/${hash}`);
-  await signIn(w.page);
+  await w.page.locator("[data-testid=sign-in], [data-testid=who]").first().waitFor();
+  if ((await w.page.getByTestId("sign-in").count()) > 0) await signIn(w.page);
   return w;
 }
 

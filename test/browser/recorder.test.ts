@@ -252,7 +252,7 @@ describe("layout", { timeout: 90_000 }, () => {
       expect(await overflow(view.page), `query log at ${name}`).toEqual([]);
       await view.screenshot(`queries-${name}`);
       expect((await tabThrough(view.page, 16)).filter((f) => !f.visible && f.element !== "body"), `query log at ${name}`).toEqual([]);
-      expect(await view.page.locator("nav[aria-label=Pages] a").allTextContents()).toEqual(["Overview", "Query log", "Logs", "Plugins", "Configuration", "System"]);
+      expect(await view.page.locator("nav[aria-label=Pages] a").allTextContents()).toEqual(["Overview", "Query log", "Logs", "Plugins", "Configuration", "System", "Audit"]);
       expect(view.problems(), name).toEqual([]);
       await view.page.close();
     }

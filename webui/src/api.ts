@@ -1,27 +1,14 @@
-// The dashboard's only way to the server: same-origin requests to the public management API,
-// with the Basic credentials of this tab. Credentials live in sessionStorage (gone when the tab
-// closes, never shared with other tabs, never in localStorage); a 401 anywhere signs the tab out.
+// The dashboard's only way to the server: same-origin requests to the public management API. The
+// dashboard signs in with POST /api/session (session.ts) and from then on the HttpOnly session cookie
+// authenticates every request, fetch() sending it same-origin: this tab keeps no password and no token
+// (none in memory, sessionStorage or localStorage). A 401 anywhere shows the sign-in form with its reason.
 
 import { batch, signal } from "@preact/signals";
 
-const STORE_KEY = "sluice.auth";
-
-function stored(): string | null {
-  try {
-    return sessionStorage.getItem(STORE_KEY);
-  } catch {
-    return null;
-  }
-}
-
-/** The Authorization header value of this tab, or null when no credentials are known. */
-export const authHeader = signal<string | null>(stored());
 /** "checking" until the first probe answers; "needed" shows the sign-in form. */
 export const authState = signal<"checking" | "needed" | "ok" | "unreachable">("checking");
 /** Why the sign-in form is shown (a refused password, an expired session), or null. */
 export const authMessage = signal<string | null>(null);
-/** True once the server has asked for credentials: the header then offers "Sign out". */
-export const authUsed = signal<boolean>(stored() !== null);
 
 /** An error answer of the API: its status and the `code`/`message` of the one error shape. */
 export class ApiFailure extends Error {
@@ -33,23 +20,6 @@ export class ApiFailure extends Error {
   ) {
     super(message);
     this.name = "ApiFailure";
-  }
-}
-
-/** `Basic` + standard Base64 of the UTF-8 bytes of `user:password` (btoa alone cannot take non-Latin-1 text). */
-export function basicHeader(user: string, password: string): string {
-  let binary = "";
-  for (const byte of new TextEncoder().encode(`${user}:${password}`)) binary += String.fromCharCode(byte);
-  return `Basic ${btoa(binary)}`;
-}
-
-function remember(header: string | null): void {
-  authHeader.value = header;
-  try {
-    if (header === null) sessionStorage.removeItem(STORE_KEY);
-    else sessionStorage.setItem(STORE_KEY, header);
-  } catch {
-    // Storage disabled: the credentials stay in memory for this page only.
   }
 }
 
@@ -65,10 +35,9 @@ export function onSignOut(reset: () => void): void {
   resets.add(reset);
 }
 
-/** Forgets the credentials and every module's state, and shows the sign-in form with `message`. */
+/** Forgets every module's state (the session's principal included) and shows the sign-in form with `message`. */
 export function signOut(message: string | null = null): void {
   batch(() => {
-    remember(null);
     for (const reset of resets) reset();
     authMessage.value = message;
     authState.value = "needed";
@@ -76,23 +45,53 @@ export function signOut(message: string | null = null): void {
 }
 
 /**
- * Headers for an API request: `extra`, this tab's Authorization, and X-Requested-With, which asks the
- * server for a 401 without a Basic challenge (the browser would otherwise open its own password dialog).
+ * Headers for an API request: `extra` and X-Requested-With, which asks the server for a 401 without a
+ * Basic challenge (the browser would otherwise open its own password dialog). The session cookie goes
+ * along by itself (same origin).
  */
-export function withAuth(extra?: HeadersInit): Headers {
+export function apiHeaders(extra?: HeadersInit): Headers {
   const headers = new Headers(extra);
   headers.set("x-requested-with", "XMLHttpRequest");
-  if (authHeader.value !== null) headers.set("authorization", authHeader.value);
   return headers;
 }
 
-/** fetch() with this tab's credentials; a 401 signs the tab out and throws. */
+/** The text the sign-in form shows for a 401 answer's code. */
+export function refusedText(code: string, message: string): string {
+  switch (code) {
+    case "session_expired":
+      return "Your session has expired; sign in again.";
+    case "invalid_session":
+      return "Your session is no longer valid (signed out elsewhere, or the server restarted); sign in again.";
+    case "unauthorized":
+      return "Sign-in needed: the server did not accept this browser's session.";
+    default:
+      return `The server refused this session: ${message} (${code}); sign in again.`;
+  }
+}
+
+/** The `code` and `message` of an error answer's body (the one error shape), or the status alone. */
+async function errorOf(res: Response): Promise<{ code: string; message: string; body: Record<string, unknown> }> {
+  let body: Record<string, unknown> = {};
+  try {
+    const parsed = JSON.parse(await res.clone().text()) as unknown;
+    if (parsed !== null && typeof parsed === "object") body = parsed as Record<string, unknown>;
+  } catch {
+    // Not the JSON error shape: the status speaks.
+  }
+  return {
+    code: typeof body.code === "string" ? body.code : `http_${res.status}`,
+    message: typeof body.message === "string" ? body.message : res.statusText || `HTTP ${res.status}`,
+    body,
+  };
+}
+
+/** fetch() with the session cookie; a 401 shows the sign-in form with its reason and throws. */
 export async function request(path: string, init: RequestInit = {}): Promise<Response> {
-  const res = await fetch(path, { ...init, headers: withAuth(init.headers), cache: "no-store" });
+  const res = await fetch(path, { ...init, headers: apiHeaders(init.headers), cache: "no-store", credentials: "same-origin" });
   if (res.status === 401) {
-    authUsed.value = true;
-    signOut(authHeader.value !== null ? "The server refused the stored credentials; sign in again." : null);
-    throw new ApiFailure(401, "unauthorized", "sign-in needed", {});
+    const e = await errorOf(res);
+    signOut(refusedText(e.code, e.message));
+    throw new ApiFailure(401, e.code, e.message, e.body);
   }
   return res;
 }
@@ -143,34 +142,4 @@ export function refusalText(err: unknown): string {
   // 503 (unavailable) and 507 (a bounded store is full) are refusals too, not faults.
   if (err instanceof ApiFailure) return `${err.status >= 500 && err.status !== 503 && err.status !== 507 ? "Failed" : "Refused"} (${err.status} ${err.code}): ${err.message}`;
   return errorText(err);
-}
-
-/** Asks the server whether this tab may use the API (credentials needed or accepted). */
-export async function probe(): Promise<void> {
-  try {
-    const res = await fetch("api/healthz", { headers: withAuth(), cache: "no-store" });
-    if (res.status === 401) {
-      authUsed.value = true;
-      signOut(authHeader.value !== null ? "The server refused the stored credentials; sign in again." : null);
-      return;
-    }
-    authState.value = "ok";
-  } catch {
-    authState.value = "unreachable";
-  }
-}
-
-/** Tries a user name and password; true (and remembered for this tab) when the server accepts them. */
-export async function signIn(user: string, password: string): Promise<boolean> {
-  const header = basicHeader(user, password);
-  const res = await fetch("api/healthz", { headers: { authorization: header, "x-requested-with": "XMLHttpRequest" }, cache: "no-store" });
-  if (res.status === 401) {
-    authMessage.value = "Wrong user name or password.";
-    return false;
-  }
-  remember(header);
-  authUsed.value = true;
-  authMessage.value = null;
-  authState.value = "ok";
-  return true;
 }

@@ -1,14 +1,18 @@
-// The dashboard shell: sign-in gate, header with navigation, and the page for the current route.
-// Pages that need an optional part of the server (a query recorder, the clients provider, cron,
-// downloads) are listed only when GET /api/plugins shows a plugin serving their routes.
+// The dashboard shell: sign-in gate, header with navigation and who is signed in, and the page for
+// the current route. Pages that need an optional part of the server (a query recorder, the clients
+// provider, cron, downloads) are listed only when GET /api/plugins shows a plugin serving their routes;
+// pages for a role (Configuration and Audit: admin) only for a principal with that role.
 
 import type { ComponentChildren } from "preact";
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
-import { authState, authUsed, errorText, probe, signOut } from "./api";
-import { Notice } from "./components/ui";
-import { capabilities, loadCapabilities, type PluginInfo } from "./features";
+import { authState, errorText } from "./api";
+import { Badge, Notice } from "./components/ui";
+import { apiPaths, capabilities, capabilitiesRead, loadCapabilities, type PluginInfo } from "./features";
 import { href, route } from "./router";
+import { authRequired, can, principal, probe, role, signOutNow, type Role } from "./session";
+import { AccessPage } from "./pages/access";
+import { AuditPage } from "./pages/audit";
 import { ClientsPage } from "./pages/clients";
 import { ConfigPage } from "./pages/config";
 import { JobsPage } from "./pages/jobs";
@@ -24,6 +28,8 @@ interface Page {
   title: string;
   /** Plugins that back an optional page; null for pages every server has. */
   sources(): PluginInfo[] | null;
+  /** The least role the page is for (what it reads needs it); absent: every signed-in role. */
+  role?: Role;
   render(): ComponentChildren;
 }
 
@@ -33,7 +39,8 @@ const PAGES: Page[] = [
   { id: "clients", title: "Clients", sources: () => capabilities.value.clients, render: () => <ClientsPage sources={capabilities.value.clients} /> },
   { id: "logs", title: "Logs", sources: () => null, render: () => <LogsPage /> },
   { id: "plugins", title: "Plugins", sources: () => null, render: () => <PluginsPage /> },
-  { id: "config", title: "Configuration", sources: () => null, render: () => <ConfigPage /> },
+  // GET /api/config is admin only: the file holds secrets.
+  { id: "config", title: "Configuration", sources: () => null, role: "admin", render: () => <ConfigPage /> },
   { id: "system", title: "System", sources: () => null, render: () => <SystemPage /> },
   {
     id: "jobs",
@@ -41,12 +48,55 @@ const PAGES: Page[] = [
     sources: () => [...capabilities.value.cron, ...capabilities.value.downloads],
     render: () => <JobsPage />,
   },
+  // Audit and Access: when the server has their routes (OpenAPI), for admins; tokens only matter when the API asks for credentials.
+  { id: "audit", title: "Audit", sources: () => (apiPaths.value.has("/api/audit") ? null : []), role: "admin", render: () => <AuditPage /> },
+  { id: "access", title: "Access", sources: () => (apiPaths.value.has("/api/tokens") && authRequired.value ? null : []), role: "admin", render: () => <AccessPage /> },
 ];
 
 const available = (p: Page): boolean => {
   const s = p.sources();
   return s === null || s.length > 0;
 };
+
+/** A page the signed-in role is not for, opened by its address: says so instead of a row of refusals. */
+function NotForRole({ page }: { page: Page }) {
+  return (
+    <section aria-labelledby="role-title" data-testid="not-for-role">
+      <header class="page-head">
+        <h1 id="role-title">{page.title}</h1>
+      </header>
+      <Notice tone="info">
+        This page is for the {page.role} role; you are signed in as {principal.value?.name ?? "?"} ({role.value ?? "no role"}).
+      </Notice>
+    </section>
+  );
+}
+
+/** Who is signed in, with their role, and "Sign out" (only when the server asks for credentials). */
+function Who() {
+  const p = principal.value;
+  const busy = useSignal(false);
+  if (!authRequired.value || p === null) return null;
+  return (
+    <div class="who" data-testid="who">
+      <span class="who-name" title={`signed in via ${p.via}`}>
+        {p.name}
+      </span>{" "}
+      <Badge tone={p.role === "admin" ? "warn" : "info"}>{p.role ?? "scoped"}</Badge>
+      <button
+        type="button"
+        class="sign-out small"
+        disabled={busy.value}
+        onClick={() => {
+          busy.value = true;
+          void signOutNow().finally(() => (busy.value = false));
+        }}
+      >
+        Sign out
+      </button>
+    </div>
+  );
+}
 
 function Shell() {
   const error = useSignal<string | null>(null);
@@ -55,13 +105,18 @@ function Shell() {
     loadCapabilities().catch((err: unknown) => (error.value = errorText(err)));
   }, []);
 
-  const pages = PAGES.filter(available);
-  // The start page: the Overview when the server can back it, else System.
-  const current = pages.find((p) => p.id === route.value) ?? pages.find((p) => p.id === "overview") ?? pages.find((p) => p.id === "system");
+  const offered = PAGES.filter(available);
+  const pages = offered.filter((p) => p.role === undefined || can(p.role));
+  // A page of another role opened by its address says so; otherwise the start page: the Overview when the server can back it, else System.
+  const barred = offered.find((p) => p.id === route.value && !pages.includes(p));
+  // An optional page asked for by its address waits for what the server offers before falling back to the start page.
+  const waiting = !capabilitiesRead.value && error.value === null && PAGES.some((p) => p.id === route.value) && !pages.some((p) => p.id === route.value);
+  const current = waiting ? undefined : (pages.find((p) => p.id === route.value) ?? (barred ? undefined : (pages.find((p) => p.id === "overview") ?? pages.find((p) => p.id === "system"))));
 
   useEffect(() => {
-    document.title = current ? `${current.title} · Sluice` : "Sluice";
-  }, [current?.id]);
+    const shown = current ?? barred;
+    document.title = shown ? `${shown.title} · Sluice` : "Sluice";
+  }, [current?.id, barred?.id]);
 
   return (
     <>
@@ -83,15 +138,11 @@ function Shell() {
             ))}
           </ul>
         </nav>
-        {authUsed.value && (
-          <button type="button" class="sign-out" onClick={() => signOut("Signed out.")}>
-            Sign out
-          </button>
-        )}
+        <Who />
       </header>
       <main id="main" tabIndex={-1}>
         {error.value && <Notice tone="error">Could not read what the server offers: {error.value}</Notice>}
-        {current?.render()}
+        {waiting ? <p class="hint">Loading…</p> : barred ? <NotForRole page={barred} /> : current?.render()}
       </main>
     </>
   );

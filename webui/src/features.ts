@@ -11,11 +11,14 @@ export type { PluginInfo };
 export const plugins = signal<PluginInfo[]>([]);
 export const generation = signal<number>(0);
 export const apiPaths = signal<ReadonlySet<string>>(new Set());
+/** True once plugins and routes have been read (until then an optional page cannot be told from a missing one). */
+export const capabilitiesRead = signal(false);
 
 onSignOut(() => {
   plugins.value = [];
   generation.value = 0;
   apiPaths.value = new Set();
+  capabilitiesRead.value = false;
 });
 
 /** True when `plugin` serves `METHOD /api/plugins/<tag>/<sub>`. */
@@ -48,4 +51,5 @@ export async function loadPlugins(): Promise<PluginInfo[]> {
 export async function loadCapabilities(): Promise<void> {
   const [, doc] = await Promise.all([loadPlugins(), api<{ paths?: Record<string, unknown> }>("api/openapi.json")]);
   apiPaths.value = new Set(Object.keys(doc.paths ?? {}));
+  capabilitiesRead.value = true;
 }

@@ -1,7 +1,9 @@
-// Server-Sent Events over fetch(). EventSource cannot send an Authorization header, and the
-// alternatives (the password in the URL, a cookie session) would leak or add server state, so this
-// reads the event stream from a fetch() body: the same credentials as every other request, with
-// Last-Event-ID resume, reconnects with backoff, and a watchdog for a connection that went silent.
+// Server-Sent Events over fetch(). The dashboard's session cookie authenticates a stream like every
+// other request (fetch sends it same-origin), so EventSource would do for that; fetch() stays because it
+// shares the one request path of api.ts (X-Requested-With, a 401 showing the sign-in form with its
+// reason, a 403 stopping the stream with the server's message) and gives this reader what EventSource
+// hides: the status and error body of a refused stream, Last-Event-ID resume after reconnects with
+// backoff, and a watchdog for a connection that went silent.
 
 import { request, ApiFailure } from "./api";
 import { SseParser, type StreamEvent } from "./sse-parser";

@@ -1,10 +1,12 @@
 // A cache's entries (GET .../entries with qname search and cursor paging), one-entry delete
 // (DELETE .../entries/:id), flush (POST .../flush, confirmed inline) and dump download (GET .../dump).
+// Delete and flush need the operator role; a viewer browses and downloads only.
 
 import { useSignal } from "@preact/signals";
 import { api, errorText, pluginPath, request, send } from "../api";
 import { count } from "../format";
 import { Badge, Notice } from "../components/ui";
+import { can } from "../session";
 import type { CacheEntriesPage, CacheEntry, CacheFlushed } from "../shapes";
 
 const PAGE = 50;
@@ -61,7 +63,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
     }
   };
 
-  // The dump needs the Authorization header, so it is fetched and handed to the browser as a file.
+  // Fetched (with the session cookie) and handed to the browser as a file, so a refusal shows here as text.
   const download = async (): Promise<void> => {
     try {
       const res = await request(pluginPath(tag, "dump"));
@@ -84,6 +86,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
     if (opened.value && total.value === null) void load(false);
   };
 
+  const operator = can("operator");
   return (
     <details class="cache" onToggle={toggle} data-testid={`cache-${tag}`}>
       <summary>Cache entries{total.value !== null ? ` (${count(total.value)}${applied.value ? " matching" : ""})` : ""}</summary>
@@ -104,7 +107,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
         <button type="button" onClick={() => void download()}>
           Download dump
         </button>
-        {confirming.value ? (
+        {!operator ? null : confirming.value ? (
           <span class="confirm">
             <button type="button" class="danger" onClick={() => void flush()}>
               Yes, remove every entry
@@ -129,9 +132,11 @@ export function CacheBrowser({ tag }: { tag: string }) {
               <th scope="col">Rcode</th>
               <th scope="col">Answers</th>
               <th scope="col">TTL left</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
+              {operator && (
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -144,11 +149,13 @@ export function CacheBrowser({ tag }: { tag: string }) {
                 <td class="nowrap">
                   {e.remaining_ttl} s {e.stale && <Badge tone="warn">stale</Badge>}
                 </td>
-                <td>
-                  <button type="button" class="small" onClick={() => void remove(e)} aria-label={`Delete ${e.domain} ${e.qtype}`}>
-                    Delete
-                  </button>
-                </td>
+                {operator && (
+                  <td>
+                    <button type="button" class="small" onClick={() => void remove(e)} aria-label={`Delete ${e.domain} ${e.qtype}`}>
+                      Delete
+                    </button>
+                  </td>
+                )}
               </tr>
             ))}
           </tbody>

@@ -1,12 +1,14 @@
 // The groups of the `clients` provider with their members and a per-group pause: 15 min, 1 h, or until
 // a chosen time (POST groups/<group>/pause), which turns the provider's `pause:` matchers off for the
 // group's clients until the end time shown here; Resume (DELETE groups/<group>/pause) ends it early.
+// Pausing and resuming need the operator role; a viewer sees the state only.
 
 import { useSignal } from "@preact/signals";
 import { refusalText } from "../api";
 import { pauseGroup, pauseUntil, resumeGroup, type ClientGroup } from "../clients";
 import { Badge, Notice } from "../components/ui";
 import { localInput, localMs, relative, when } from "../format";
+import { can } from "../session";
 
 const PRESETS: { duration: string; label: string }[] = [
   { duration: "15m", label: "15 min" },
@@ -57,6 +59,7 @@ function GroupPause({ tag, group, now, changed }: { tag: string; group: ClientGr
           <Badge tone="ok">active</Badge>
         )}
       </p>
+      {can("operator") && (
       <div class="inline-form">
         <div class="segmented" role="group" aria-label={`Pause ${group.name} for`}>
           {PRESETS.map((p) => (
@@ -74,7 +77,8 @@ function GroupPause({ tag, group, now, changed }: { tag: string; group: ClientGr
           </button>
         )}
       </div>
-      {picking.value && (
+      )}
+      {picking.value && can("operator") && (
         <form class="inline-form" onSubmit={pauseTill} aria-label={`Pause ${group.name} until`}>
           <label>
             Until <input type="datetime-local" value={until.value} onInput={(e) => (until.value = e.currentTarget.value)} data-testid={`group-${group.name}-until`} />

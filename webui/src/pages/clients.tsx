@@ -3,7 +3,8 @@
 // client can be named and put in groups from here; a client named through the API can change groups or
 // be removed (a declared one is changed in the configuration). The page reads GET clients once, again
 // when the provider's actors change (a pause that ends, a change made elsewhere) and every few seconds
-// for what the DNS path learns (last seen, query counts), which no actor announces.
+// for what the DNS path learns (last seen, query counts), which no actor announces. Naming, group
+// changes, removal and pauses need the operator role; a viewer sees the lists only.
 
 import { Fragment } from "preact";
 import { useSignal } from "@preact/signals";
@@ -16,6 +17,7 @@ import { Badge, Notice, type Tone } from "../components/ui";
 import type { PluginInfo } from "../features";
 import { count, relative, when } from "../format";
 import { href } from "../router";
+import { can } from "../session";
 import { GroupsForm, NameForm } from "./client-forms";
 import { ClientGroups } from "./client-groups";
 
@@ -53,9 +55,11 @@ function Named({ tag, rows, groups, now, editing, removing, done, act }: {
             <th scope="col">Hostname</th>
             <th scope="col">Last seen</th>
             <th scope="col">Queries</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
+            {can("operator") && (
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            )}
           </tr>
         </thead>
         <tbody>
@@ -90,6 +94,7 @@ function Named({ tag, rows, groups, now, editing, removing, done, act }: {
                   </span>
                 </td>
                 <td data-label="Queries">{c.seen ? count(c.seen.queries) : "0"}</td>
+                {can("operator") && (
                 <td data-label="Actions">
                   {c.source === "config" ? (
                     <span class="hint">edit the configuration</span>
@@ -113,6 +118,7 @@ function Named({ tag, rows, groups, now, editing, removing, done, act }: {
                     </span>
                   )}
                 </td>
+                )}
               </tr>
               {editing?.kind === "groups" && editing.key === c.name && (
                 <tr class="form-row">
@@ -151,9 +157,11 @@ function Seen({ tag, rows, groups, now, editing, done, act }: {
             <th scope="col">Last seen</th>
             <th scope="col">First seen</th>
             <th scope="col">Queries</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
+            {can("operator") && (
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            )}
           </tr>
         </thead>
         <tbody>
@@ -183,6 +191,7 @@ function Seen({ tag, rows, groups, now, editing, done, act }: {
                     {when(s.first_seen_ms)}
                   </td>
                   <td data-label="Queries">{count(s.queries)}</td>
+                  {can("operator") && (
                   <td data-label="Actions">
                     <span class="actions">
                       <button type="button" class="small" aria-pressed={open === "name"} onClick={() => act({ editing: open === "name" ? null : { kind: "name", key: s.key } })} aria-label={`Name the client at ${s.address}`} data-testid="seen-name">
@@ -195,6 +204,7 @@ function Seen({ tag, rows, groups, now, editing, done, act }: {
                       )}
                     </span>
                   </td>
+                  )}
                 </tr>
                 {open !== null && (
                   <tr class="form-row">

@@ -1,6 +1,7 @@
 // A cron plugin's jobs (GET .../jobs/status): schedule or interval, next run, the run in progress and
 // the latest manual result, with "Run now" (POST .../jobs/<name>/run). A refusal (409: the job already
 // has an active run; 503: the manual queue is full or the plugin is stopping) is shown at its job.
+// "Run now" needs the operator role.
 
 import { useSignal } from "@preact/signals";
 import { useRef } from "preact/hooks";
@@ -9,6 +10,7 @@ import { useActorLoad } from "../actors";
 import { useEvery } from "../components/every";
 import { Badge, Facts, Notice, type Tone } from "../components/ui";
 import { clock, relative, when } from "../format";
+import { can } from "../session";
 import type { CronJobsStatus, CronJobStatus, CronRunAccepted } from "../shapes";
 
 type ManualResult = NonNullable<CronJobStatus["last_manual_run"]>;
@@ -107,9 +109,11 @@ export function CronJobs({ tag }: { tag: string }) {
                   <span data-testid="job-state">
                     <Badge tone={STATE_TONE[state] ?? "muted"}>{state}</Badge>
                   </span>
-                  <button type="button" class="small" onClick={() => void run(name)} disabled={asking.value.includes(name)} aria-label={`Run job ${name} of ${tag} now`}>
-                    Run now
-                  </button>
+                  {can("operator") && (
+                    <button type="button" class="small" onClick={() => void run(name)} disabled={asking.value.includes(name)} aria-label={`Run job ${name} of ${tag} now`}>
+                      Run now
+                    </button>
+                  )}
                 </div>
                 <Facts
                   rows={[

@@ -3,7 +3,8 @@
 // `ttl_left_ms` (so the browser's clock does not matter); the set's status (GET .../rules/status); add
 // rules (POST .../rules: one per line, optional ttl), remove one (DELETE .../rules), clear all (POST
 // .../rules/clear, confirmed inline). It reads again when the set's actors change (a change made by curl,
-// another tab or a learn_domain write shows up by itself) and when a shown rule's time is up.
+// another tab or a learn_domain write shows up by itself) and when a shown rule's time is up. Adding,
+// removing and clearing need the operator role; a viewer reads the rules only.
 
 import { useSignal } from "@preact/signals";
 import { useRef } from "preact/hooks";
@@ -13,6 +14,7 @@ import { useEvery } from "../components/every";
 import { Badge, Notice, type Tone } from "../components/ui";
 import { ruleProblems, type RuleProblem } from "../domain-sets";
 import { count, duration, plural, when } from "../format";
+import { can } from "../session";
 import type { DomainRule, DomainRulesAdded, DomainRulesCleared, DomainRulesPage, DomainRulesRemoved, DomainSetStatus } from "../shapes";
 import { AddRules, type AddRequest } from "./domain-set-add";
 
@@ -160,6 +162,7 @@ export function DomainSetRules({ tag }: { tag: string }) {
 
   const p = page.value;
   const first = trail.value.length * RULES_PAGE;
+  const operator = can("operator");
   return (
     <div class="set-rules" data-testid={`set-rules-${tag}`}>
       {status.value && <StatusLine s={status.value} />}
@@ -177,7 +180,7 @@ export function DomainSetRules({ tag }: { tag: string }) {
           <input type="search" value={search.value} onInput={(e) => (search.value = e.currentTarget.value)} aria-label={`Search the rules of ${tag}`} size={16} />
         </label>
         <button type="submit">Search</button>
-        {confirming.value ? (
+        {!operator ? null : confirming.value ? (
           <span class="confirm">
             <button type="button" class="danger" onClick={() => void clear()} disabled={busy.value}>
               Yes, remove {status.value ? `all ${plural(status.value.rules, "rule")}` : "every rule"}
@@ -209,9 +212,11 @@ export function DomainSetRules({ tag }: { tag: string }) {
                 <th scope="col">Source</th>
                 <th scope="col">Expires</th>
                 <th scope="col">Added</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
+                {operator && (
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                )}
               </tr>
             </thead>
             <tbody>
@@ -231,11 +236,13 @@ export function DomainSetRules({ tag }: { tag: string }) {
                     <td class="nowrap" data-label="Added">
                       {when(r.added_at_ms)}
                     </td>
-                    <td>
-                      <button type="button" class="small" onClick={() => void remove(r)} disabled={busy.value} aria-label={`Remove ${r.rule}`}>
-                        Remove
-                      </button>
-                    </td>
+                    {operator && (
+                      <td>
+                        <button type="button" class="small" onClick={() => void remove(r)} disabled={busy.value} aria-label={`Remove ${r.rule}`}>
+                          Remove
+                        </button>
+                      </td>
+                    )}
                   </tr>
                 );
               })}
@@ -259,7 +266,7 @@ export function DomainSetRules({ tag }: { tag: string }) {
           {applied.value ? ` containing “${applied.value}”` : ""}
         </p>
       )}
-      <AddRules tag={tag} busy={busy.value} add={add} />
+      {operator && <AddRules tag={tag} busy={busy.value} add={add} />}
     </div>
   );
 }

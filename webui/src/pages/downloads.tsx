@@ -2,12 +2,14 @@
 // size on disk, with "Run" for one item and "Run all" (POST .../download, answered when the batch is
 // done). A refusal (409: a batch of this plugin is already running, e.g. started by a cron job) is
 // shown above the table; a batch whose items failed says which ones, the old files being kept.
+// Running needs the operator role.
 
 import { useSignal } from "@preact/signals";
 import { api, errorText, pluginPath, refusalText, send } from "../api";
 import { useActorLoad } from "../actors";
 import { Badge, Notice, type Tone } from "../components/ui";
 import { bytes, when } from "../format";
+import { can } from "../session";
 import type { DownloadBatch, DownloadItem, DownloadsAnswer } from "../shapes";
 
 function itemState(i: DownloadItem): { word: string; tone: Tone } {
@@ -60,12 +62,15 @@ export function Downloads({ tag }: { tag: string }) {
 
   const list = items.value;
   const busy = asking.value !== null;
+  const operator = can("operator");
   return (
     <div class="control" data-testid={`downloads-${tag}`}>
       <div class="toolbar">
-        <button type="button" onClick={() => void run("all")} disabled={busy} aria-label={`Run all downloads of ${tag}`}>
-          {asking.value === "all" ? "Running all…" : "Run all"}
-        </button>
+        {operator && (
+          <button type="button" onClick={() => void run("all")} disabled={busy} aria-label={`Run all downloads of ${tag}`}>
+            {asking.value === "all" ? "Running all…" : "Run all"}
+          </button>
+        )}
         <button type="button" onClick={() => void load()} aria-label={`Refresh downloads of ${tag}`}>
           Refresh
         </button>
@@ -83,9 +88,11 @@ export function Downloads({ tag }: { tag: string }) {
           <table class="stack">
             <thead>
               <tr>
-                <th scope="col">
-                  <span class="sr-only">Run</span>
-                </th>
+                {operator && (
+                  <th scope="col">
+                    <span class="sr-only">Run</span>
+                  </th>
+                )}
                 <th scope="col">File</th>
                 <th scope="col">Status</th>
                 <th scope="col">Size</th>
@@ -99,11 +106,13 @@ export function Downloads({ tag }: { tag: string }) {
                 const st = itemState(i);
                 return (
                   <tr key={i.index} data-index={i.index} data-state={st.word}>
-                    <td>
-                      <button type="button" class="small" onClick={() => void run(i.index)} disabled={busy} aria-label={`Run download #${i.index} (${fileName(i.path)}) of ${tag}`}>
-                        {asking.value === i.index ? "Running…" : "Run"}
-                      </button>
-                    </td>
+                    {operator && (
+                      <td>
+                        <button type="button" class="small" onClick={() => void run(i.index)} disabled={busy} aria-label={`Run download #${i.index} (${fileName(i.path)}) of ${tag}`}>
+                          {asking.value === i.index ? "Running…" : "Run"}
+                        </button>
+                      </td>
+                    )}
                     <td data-label="File">
                       <div>
                         <span class="mono" title={i.path}>

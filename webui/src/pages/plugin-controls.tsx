@@ -1,7 +1,8 @@
 // Controls of one plugin: a matcher's runtime mode (POST .../mode, optionally for N minutes) and a
 // provider's reload (POST .../reload) with its rule count (GET .../reload/status). Both read their
 // status once and again whenever the plugin's actors change (useActorLoad): a timed mode that ends,
-// a reload asked elsewhere, show up by themselves, with no polling.
+// a reload asked elsewhere, show up by themselves, with no polling. Changing either needs the operator
+// role: a viewer sees the state only.
 
 import { useSignal } from "@preact/signals";
 import { useActorLoad } from "../actors";
@@ -9,6 +10,7 @@ import { useEvery } from "../components/every";
 import { api, errorText, pluginPath, send } from "../api";
 import { clock, count, duration } from "../format";
 import { Badge, Notice, toneOf } from "../components/ui";
+import { can } from "../session";
 import type { MatcherStatus, ProviderReloaded, ProviderStatus } from "../shapes";
 
 const MODES: { mode: MatcherStatus["mode"]; label: string; hint: string }[] = [
@@ -68,23 +70,26 @@ export function MatcherControl({ tag }: { tag: string }) {
   const current = status.value?.mode;
   return (
     <div class="control" data-testid={`matcher-${tag}`}>
-      <div class="segmented" role="group" aria-label={`Runtime mode of ${tag}`}>
-        {MODES.map((m) => (
-          <button key={m.mode} type="button" aria-pressed={current === m.mode} disabled={busy.value} title={m.hint} onClick={() => void setMode(m.mode)} data-mode={m.mode}>
-            {m.label}
-          </button>
-        ))}
-      </div>
-      <form class="inline-form" onSubmit={pause}>
-        <label>
-          Pause for{" "}
-          <input type="number" inputMode="numeric" min={1} max={10080} step={1} value={minutes.value} onInput={(e) => (minutes.value = (e.currentTarget).value)} aria-label={`Minutes to pause ${tag}`} />{" "}
-          min
-        </label>
-        <button type="submit" disabled={busy.value} title="Always false for that long (a block list stops blocking), then back to normal">
-          Pause
-        </button>
-      </form>
+      {can("operator") && (
+        <>
+          <div class="segmented" role="group" aria-label={`Runtime mode of ${tag}`}>
+            {MODES.map((m) => (
+              <button key={m.mode} type="button" aria-pressed={current === m.mode} disabled={busy.value} title={m.hint} onClick={() => void setMode(m.mode)} data-mode={m.mode}>
+                {m.label}
+              </button>
+            ))}
+          </div>
+          <form class="inline-form" onSubmit={pause}>
+            <label>
+              Pause for{" "}
+              <input type="number" inputMode="numeric" min={1} max={10080} step={1} value={minutes.value} onInput={(e) => (minutes.value = e.currentTarget.value)} aria-label={`Minutes to pause ${tag}`} /> min
+            </label>
+            <button type="submit" disabled={busy.value} title="Always false for that long (a block list stops blocking), then back to normal">
+              Pause
+            </button>
+          </form>
+        </>
+      )}
       {status.value && (
         <p class="hint" data-testid={`matcher-${tag}-status`}>
           Mode <Badge tone={toneOf(status.value.mode)}>{status.value.mode}</Badge>
@@ -144,9 +149,11 @@ export function ProviderControl({ tag }: { tag: string }) {
           </span>
         )}
       </p>
-      <button type="button" onClick={() => void reload()} disabled={busy.value}>
-        {busy.value ? "Reloading…" : "Reload rules"}
-      </button>
+      {can("operator") && (
+        <button type="button" onClick={() => void reload()} disabled={busy.value}>
+          {busy.value ? "Reloading…" : "Reload rules"}
+        </button>
+      )}
       {result.value && <Notice tone="ok">{result.value}</Notice>}
       {s?.last_error && <Notice tone="warn">Last reload failed; the previous rules keep serving: {s.last_error}</Notice>}
       {error.value && <Notice tone="error">{error.value}</Notice>}

@@ -2,11 +2,13 @@
 // that name only (full:) or with its subdomains (domain:), for good or for a while. Each action adds to
 // the set the operator picks for it (remembered for the tab, see ../domain-sets); what the set then does
 // to queries is the pipeline's business, so the result names the set and the rule, not an effect.
+// Dynamic rules need the operator role: a viewer does not see these actions.
 
 import { useSignal } from "@preact/signals";
 import { pluginPath, refusalText, send } from "../api";
 import { Notice, type Tone } from "../components/ui";
 import { plural } from "../format";
+import { can } from "../session";
 import { chooseSet, domainSets, ruleName, setChoice, setFor, TTL_CHOICES, type SetAction } from "../domain-sets";
 import type { DomainRulesAdded } from "../shapes";
 
@@ -23,7 +25,7 @@ export function SetActions({ qname }: { qname: string }) {
 
   const sets = domainSets.value;
   const name = ruleName(qname);
-  if (sets.length === 0 || name === "") return null;
+  if (sets.length === 0 || name === "" || !can("operator")) return null;
   const rule = `${kind.value}:${name}`;
   const lifetime = TTL_CHOICES.find((c) => c.value === ttl.value)?.label ?? ttl.value;
 

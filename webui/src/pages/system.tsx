@@ -1,6 +1,6 @@
 // System: health (GET /api/health), build (GET /api/build), system figures (GET /api/system, polled,
 // with CPU and memory charted over the time this page is open), the reload status, and the Upgrade
-// card when the build has the upgrade routes.
+// card when the build has the upgrade routes and the principal is an admin.
 
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
@@ -13,6 +13,7 @@ import { Badge, Facts, Notice, toneOf } from "../components/ui";
 import { capabilities } from "../features";
 import { duration, shortVersion, when } from "../format";
 import type { BuildAnswer, BuildRecord, Health, SystemRecord } from "../shapes";
+import { can } from "../session";
 import { restarts, UpgradeCard } from "./upgrade";
 
 const POLL_MS = 3000;
@@ -149,7 +150,7 @@ export function SystemPage() {
           ]}
         />
       </article>
-      {capabilities.value.upgrade && <UpgradeCard />}
+      {capabilities.value.upgrade && can("admin") && <UpgradeCard />}
     </section>
   );
 }
