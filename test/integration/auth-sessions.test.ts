@@ -242,6 +242,22 @@ test("a session survives a restart (its hash is in the state file)", async () =>
   expect((await s.api("/api/control", { headers: withCookie(`${cookieName()}=${value}`) })).status).toBe(200);
 });
 
+test("the audit trail names the session's user; the dashboard's \"who am I?\" without credentials is not written, other refusals are", async () => {
+  const otto = userOf("operator");
+  const r = await signIn(otto.name, otto.password);
+  await s.api("/api/plugins/ads/mode", { method: "POST", headers: withCookie(r.cookie ?? "", { "content-type": "application/json" }), body: JSON.stringify({ mode: "always_true", duration: "1m" }) });
+  expect((await s.api("/api/session")).status).toBe(401);
+  expect((await s.api("/api/plugins")).status).toBe(401);
+  const ada = userOf("admin");
+  const page = (await (await s.api("/api/audit?limit=3", { headers: { authorization: basic(ada.name, ada.password) } })).json()) as { entries: { actor: string; via: string; status: number; path: string; summary: string }[] };
+  expect(page.entries.map((e) => `${e.actor} ${e.via} ${e.status} ${e.path} ${e.summary}`)).toEqual([
+    "anonymous none 401 /api/plugins GET /api/plugins",
+    "otto session 200 /api/plugins/ads/mode qname ads → always_true for 1m",
+    "otto session 200 /api/session sign in as otto",
+  ]);
+  await s.api("/api/plugins/ads/mode", { method: "POST", headers: withCookie(r.cookie ?? "", { "content-type": "application/json" }), body: JSON.stringify({ mode: "normal" }) });
+});
+
 test("fastHash makes hashes of the format sluice passwd writes", async () => {
   expect(await fastHash("x")).toMatch(/^\$scrypt\$ln=10,r=8,p=1\$/);
 });

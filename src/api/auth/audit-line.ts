@@ -1,6 +1,7 @@
 // The audit line of an answered API request: every request that may change something (any method
 // but GET/HEAD/OPTIONS, or a route marked changesState) unless its route says `audit: false`, and
-// every refused one (401, 403, 429) whatever its method. Who comes from the request's principal, or
+// every refused one (401, 403, 429) whatever its method — but a route with `audit: false` asked
+// without any credentials (GET /api/session, how the dashboard learns it must sign in). Who comes from the request's principal, or
 // from what a refused request tried.
 
 import type { FastifyRequest } from "fastify";
@@ -16,6 +17,8 @@ export function auditLine(req: FastifyRequest, status: number, now: number): Aud
   const config = req.routeOptions.config;
   const changes = !SAFE.has(req.method) || config.changesState === true;
   if (!REFUSED.has(status) && (!changes || config.audit === false || req.method === "OPTIONS")) return null;
+  // A route kept out of the trail (the dashboard's "who am I?") is not written for a caller that sent no credentials at all either.
+  if (config.audit === false && req.attempted?.via === "none" && status === 401) return null;
   const path = req.url.split("?")[0] ?? "";
   const p = req.principal;
   const attempted = req.attempted;

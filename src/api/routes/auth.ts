@@ -87,7 +87,8 @@ export function registerAuthRoutes(api: FastifyInstance, { host }: RouteContext,
 
   api.get(
     "/api/session",
-    { schema: { role: "metrics", summary: "Who this request is: the caller's name, role and how it signed in, and whether the API asks for credentials", tags: ["auth"], response: { 200: { type: "object", properties: { ok: bool, auth_required: bool, principal: principalSchema, session: sessionSchema } } } } },
+    // Every dashboard load asks this first: without credentials that is not an attempt worth a line in the trail.
+    { config: { audit: false }, schema: { role: "metrics", summary: "Who this request is: the caller's name, role and how it signed in, and whether the API asks for credentials", tags: ["auth"], response: { 200: { type: "object", properties: { ok: bool, auth_required: bool, principal: principalSchema, session: sessionSchema } } } } },
     async (req: FastifyRequest) => {
       const p = req.principal;
       if (!p) throw new ApiError("unauthorized", "missing or wrong credentials");
