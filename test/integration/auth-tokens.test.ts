@@ -106,6 +106,14 @@ test("a revoked token is refused on its next request, and its open event stream 
   expect((await s.api(`/api/tokens/${id}`, { method: "DELETE", headers: ADMIN })).status).toBe(404);
 });
 
+test("a stream opened with a token that expires in 90 days stays open (no timer that fires at once)", async () => {
+  const { secret } = await secretOf({ name: "long-lived", role: "viewer", expires_in: "90d" });
+  const stream = await openSse(`${s.apiUrl}/api/logs/stream`, bearer(secret));
+  expect(stream.response.status).toBe(200);
+  expect(await endsWithin(stream, 300)).toBe(false);
+  await stream.close();
+});
+
 test("a token past its expiry (the injected clock) is refused with token_expired", async () => {
   const { secret } = await secretOf({ name: "short", role: "viewer", expires_in: "1h" });
   expect((await s.api("/api/control", { headers: bearer(secret) })).status).toBe(200);

@@ -16,6 +16,7 @@ import { Authenticator, sha256, type Principal } from "./authenticator.js";
 import { Credentials } from "./credentials.js";
 import { authSettings } from "./settings.js";
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Last-used times and idle sessions are written at most this often. */
 const TOUCH_DELAY_MS = 60_000;
 
@@ -124,8 +125,12 @@ export class AuthService {
       if (!set) this.open.set(key, (set = new Set()));
       set.add(res);
     }
-    const expires = principal.token?.expires_at_ms ?? null;
-    const timer = expires === null ? null : setTimeout(() => res.destroy(), Math.max(0, expires - this.host.now()));
+    // A stream outlives no credential: a token's expiry, a session's absolute lifetime.
+    const session = principal.session;
+    const expires = principal.token?.expires_at_ms ?? (session ? session.created_at_ms + this.authenticator.current.sessions.absoluteMs : null);
+    const left = expires === null ? null : Math.max(0, expires - this.host.now());
+    // setTimeout fires at once past 2^31 - 1 ms (24.8 days): a stream open that long is not closed by this.
+    const timer = left === null || left > MAX_TIMER_MS ? null : setTimeout(() => res.destroy(), left);
     timer?.unref();
     res.once("close", () => {
       if (timer) clearTimeout(timer);
