@@ -2,24 +2,15 @@
 // hashes (the project's own scrypt, at its lowest cost so a test signs in quickly), and the sign-in
 // form driven as a person would.
 
-import { hashPassword } from "../../src/api/auth/passwords.js";
-import type { Role } from "../../src/registry/roles.js";
+import type { TestUser } from "../helpers/auth.js";
 import type { WatchedPage } from "./browser.js";
 
-export interface TestUser {
-  name: string;
-  password: string;
-  role: Role;
-}
+// The users (`usersYaml`, scrypt at its lowest cost) are the integration tests' own.
+export { usersYaml, type TestUser } from "../helpers/auth.js";
 
-/** The lowest cost parseHash accepts: fast to check, still a real scrypt hash. */
-const CHEAP = { ln: 10, r: 8, p: 1 };
-
-/** `users:` lines for api.http.auth, indented for `auth:` at six spaces. */
-export async function usersYaml(users: TestUser[]): Promise<string> {
-  const lines = await Promise.all(users.map(async (u) => `        - { name: ${u.name}, password_hash: "${await hashPassword(u.password, CHEAP)}", role: ${u.role} }`));
-  return `      users:\n${lines.join("\n")}`;
-}
+export const VIEWER: TestUser = { name: "vera", password: "vera-reads", role: "viewer" };
+export const OPERATOR: TestUser = { name: "otto", password: "otto-pauses", role: "operator" };
+export const ADMIN: TestUser = { name: "ada", password: "ada-does-all", role: "admin" };
 
 /** Fills the sign-in form shown on `w` and submits it (the outcome is the caller's to wait for). */
 export async function submitSignIn(w: WatchedPage, user: string, password: string): Promise<void> {

@@ -10,12 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { query } from "../helpers/dns.js";
 import { startSluice, type RunningSluice } from "../helpers/sluice.js";
 import { committed } from "../integration/recorder-helpers.js";
-import { signInAs, usersYaml, type TestUser } from "./accounts.js";
+import { ADMIN, OPERATOR, signInAs, usersYaml, VIEWER } from "./accounts.js";
 import { launchBrowser, type ExpectedHttpError, type TestBrowser, type WatchedPage } from "./browser.js";
 
-const VIEWER: TestUser = { name: "vera", password: "vera-reads", role: "viewer" };
-const OPERATOR: TestUser = { name: "otto", password: "otto-pauses", role: "operator" };
-const ADMIN: TestUser = { name: "ada", password: "ada-does-all", role: "admin" };
 
 const config = (users: string): string => `
 api:
