@@ -175,7 +175,7 @@ plugins: []
     const median = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
     const known: number[] = [];
     const unknown: number[] = [];
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 4; i++) {
       known.push(await time("real"));
       unknown.push(await time(`ghost${i}`));
     }

@@ -15,7 +15,7 @@ function parsed(text: string): ParsedHash {
   return hash;
 }
 
-describe("sluice passwd, the password on stdin", () => {
+describe.concurrent("sluice passwd, the password on stdin", () => {
   test("prints one line on stdout, a hash of the first line of stdin at the default cost (15)", async () => {
     const r = await runCli(["passwd"], { input: "correct horse battery staple\nnot this line\n" });
     expect(r.code, r.stderr).toBe(0);
@@ -42,8 +42,8 @@ describe("sluice passwd, the password on stdin", () => {
   });
 
   test("a password as an argument is refused (exit 2) with the reason, and not repeated back", async () => {
-    for (const args of [["passwd", "hunter2"], ["passwd", "--cost", "10", "hunter2"]]) {
-      const r = await runCli(args, { input: "hunter2\n" });
+    const runs = await Promise.all([["passwd", "hunter2"], ["passwd", "--cost", "10", "hunter2"]].map((args) => runCli(args, { input: "hunter2\n" })));
+    for (const r of runs) {
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(r.stderr).toMatch(/^error: sluice passwd takes no password argument: on the command line it would be visible to every user in ps and kept in the shell's history/);
@@ -52,18 +52,16 @@ describe("sluice passwd, the password on stdin", () => {
   });
 
   test("an empty password (an empty line, or nothing at all) and one too long to sign in are refused (exit 1)", async () => {
-    for (const input of ["\n", "", "\r\n"]) {
-      const r = await runCli(["passwd", "--cost", "10"], { input });
-      expect([r.code, r.stdout, r.stderr], JSON.stringify(input)).toEqual([1, "", "error: an empty password is refused\n"]);
-    }
-    const long = await runCli(["passwd", "--cost", "10"], { input: `${"x".repeat(1025)}\n` });
+    const inputs = ["\n", "", "\r\n"];
+    const [long, longest, ...empties] = await Promise.all([`${"x".repeat(1025)}\n`, `${"x".repeat(1024)}\n`, ...inputs].map((input) => runCli(["passwd", "--cost", "10"], { input })));
+    empties.forEach((r, i) => expect([r.code, r.stdout, r.stderr], JSON.stringify(inputs[i])).toEqual([1, "", "error: an empty password is refused\n"]));
     expect([long.code, long.stdout]).toEqual([1, ""]);
     expect(long.stderr).toMatch(/a password is at most 1024 characters/);
-    const longest = await runCli(["passwd", "--cost", "10"], { input: `${"x".repeat(1024)}\n` });
     expect(longest.code, longest.stderr).toBe(0);
   });
 
   test("--cost outside 10–20, an unknown option: exit 2 with the help", async () => {
+    const pending: Promise<{ r: Awaited<ReturnType<typeof runCli>>; args: readonly string[]; message: string }>[] = [];
     for (const [args, message] of [
       [["--cost", "9"], "--cost must be a whole number from 10 to 20 (log2 of scrypt's N), not '9'"],
       [["--cost", "21"], "not '21'"],
@@ -71,7 +69,9 @@ describe("sluice passwd, the password on stdin", () => {
       [["--cost"], "--cost needs a value"],
       [["--rounds", "3"], "unknown option '--rounds'"],
     ] as const) {
-      const r = await runCli(["passwd", ...args], { input: "pw\n" });
+      pending.push(runCli(["passwd", ...args], { input: "pw\n" }).then((r) => ({ r, args, message })));
+    }
+    for (const { r, args, message } of await Promise.all(pending)) {
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout).toBe("");
       expect(r.stderr).toContain(message);
@@ -114,7 +114,7 @@ function onTerminal(args: string[], replies: { after: string; type: string }[]):
   });
 }
 
-describe("sluice passwd on a terminal", () => {
+describe.concurrent("sluice passwd on a terminal", () => {
   test("asks twice without echo; the hash alone follows the prompts", async () => {
     const r = await onTerminal(["--cost", "10"], [
       { after: "Password:", type: "typed secret\r" },
