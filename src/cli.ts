@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback; sluice probe upstream ADDRESS...;
-// sluice passwd [--cost LN]
+// sluice passwd [--cost LN]; sluice backup|restore ...
 
 import { resolve } from "node:path";
 import { parseOptions, UsageError, type OptionSpec } from "./cli-args.js";
@@ -12,6 +12,7 @@ import { AUTH_ENV, configSource, DEFAULT_POLL, DEFAULT_TIMEOUT, SourceError, typ
 import { initialPull, type Following } from "./cluster/follow.js";
 import { PROBE_HELP, runProbeCommand } from "./probe/command.js";
 import { PASSWD_HELP, runPasswdCommand } from "./api/auth/passwd-command.js";
+import { BACKUP_HELP, RESTORE_HELP, runBackupCommand, runRestoreCommand } from "./backup/command.js";
 import { runUpgradeCommand, UPGRADE_HELP } from "./upgrade/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
 import { readUpgradeStart, restartIntoPrevious, rollBackTrial } from "./upgrade/trial.js";
@@ -33,6 +34,11 @@ Usage:
   sluice passwd [--cost LN]                    print a password hash for api.http.auth.users: the
                                                password is typed (not shown) or piped on stdin,
                                                never given as an argument; see sluice passwd --help
+  sluice backup [-c FILE] [-d DIR] [-o ARCHIVE] [--with-queries]
+                                               one .tar.gz of the configuration, its includes and
+                                               every data file it names: see sluice backup --help
+  sluice restore ARCHIVE -d DIR [--force]      check a backup and put its files back: see
+                                               sluice restore --help
   sluice --help | --version
 
 Options:
@@ -169,6 +175,24 @@ async function passwd(argv: string[]): Promise<number> {
   }
 }
 
+/** `sluice backup` and `sluice restore`: their help, usage mistakes (2) and refusals (1). */
+async function backupOrRestore(argv: string[], help: string, run: (argv: string[]) => Promise<number>): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(help);
+    return 0;
+  }
+  try {
+    return await run(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${help}`);
+      return 2;
+    }
+    report(err);
+    return 1;
+  }
+}
+
 /** Runs the program again (or leaves that to the supervisor); the exit status of this process. */
 function handOver(originalCwd: string, log?: App["log"]): number {
   const h: Handover = replaceProcess(originalCwd);
@@ -182,6 +206,8 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === "upgrade") return upgrade(argv.slice(1));
   if (argv[0] === "probe") return probe(argv.slice(1));
   if (argv[0] === "passwd") return passwd(argv.slice(1));
+  if (argv[0] === "backup") return backupOrRestore(argv.slice(1), BACKUP_HELP, runBackupCommand);
+  if (argv[0] === "restore") return backupOrRestore(argv.slice(1), RESTORE_HELP, runRestoreCommand);
   let opts: ReturnType<typeof parseCommandLine>;
   try {
     opts = parseCommandLine(argv);

@@ -90,6 +90,7 @@ export const ERROR_STATUS = {
   control_command_failed: 500,
   clients_state_write_failed: 500,
   auth_state_write_failed: 500,
+  backup_failed: 500,
   // The release host failed or answered something unusable.
   upgrade_check_failed: 502,
   shutting_down: 503,
@@ -105,6 +106,8 @@ export const ERROR_STATUS = {
   query_recorder_read_failed: 503,
   query_recorder_clear_failed: 503,
   audit_read_failed: 503,
+  // GET /api/backup before the first configuration runs, or while the process stops.
+  backup_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -7,17 +7,22 @@ import type { Bus } from "../bus.js";
 import type { SharedChange } from "../cluster/cluster.js";
 import type { RedisStatus } from "../cluster/redis.js";
 import type { OutboundSettings } from "../net/outbound.js";
+import type { SluiceConfig } from "../config/load.js";
 import type { UpgradeConfig } from "../config/upgrade.js";
 import type { ValidationJob, ValidationOutcome, ValidatorLimits } from "../config/validation.js";
 import type { LogRing } from "../observability/log-ring.js";
 import type { Logger } from "../observability/logger.js";
 import type { MetricsHub } from "../observability/metrics.js";
 import type { Catalog } from "../registry/catalog.js";
+import type { Analysis } from "../registry/analyze.js";
 import type { LivePlugin } from "../registry/runtime.js";
 
 /** The generation answering queries: its number and its plugins. */
 export interface LiveRuntime {
   readonly plugins: ReadonlyMap<string, LivePlugin>;
+  /** The configuration this generation runs, and its analysis (what GET /api/backup archives). */
+  readonly config: SluiceConfig;
+  readonly analysis: Analysis;
 }
 
 export interface ApiHost {

@@ -28,6 +28,7 @@ import { protectListener } from "../net/outbound-policy.js";
 import { isLoopback, RequestGuard, type RequestRefusal } from "./request-guard.js";
 import type { ApiHost } from "./host.js";
 import { buildOpenApi } from "./openapi.js";
+import { registerBackupRoutes } from "./routes/backup.js";
 import { registerConfigRoutes } from "./routes/config.js";
 import { registerControlRoutes } from "./routes/control.js";
 import { registerInspectRoutes } from "./routes/inspect.js";
@@ -335,6 +336,7 @@ export async function createApiServer(host: ApiHost, initial: ApiConfig): Promis
   };
   registerControlRoutes(fastify, ctx);
   registerConfigRoutes(fastify, ctx);
+  registerBackupRoutes(fastify, ctx);
   registerInspectRoutes(fastify, ctx);
   registerLogRoutes(fastify, ctx);
   registerPluginRoutes(fastify, ctx);

@@ -145,9 +145,25 @@ export interface PluginDefinition<Args = unknown, K extends PluginKind = PluginK
    * plugin reads them through `env.declared(space)`.
    */
   declares?(args: Args): Record<string, readonly string[]>;
+  /**
+   * The files this plugin reads or writes as data (rule lists, state files, dumps, databases), as written
+   * in its args (relative to the working directory, or absolute): what `sluice backup` puts in its archive.
+   * Absent: the plugin keeps no data of its own in files.
+   */
+  dataFiles?(args: Args): DataFile[];
   create(args: Args, ctx: CreateContext): I | Promise<I>;
   /** The instance's control plane: a concern actor (its machine) and API routes. */
   readonly control?: PluginControl<I>;
+}
+
+/** A file a plugin names as data (PluginDefinition.dataFiles). */
+export interface DataFile {
+  /** As written in the args. */
+  path: string;
+  /** A SQLite database: copied with SQLite's online backup, never byte by byte (it may be in WAL mode, and open). */
+  sqlite?: boolean;
+  /** The query database: only in a backup that asks for it (`--with-queries`, `?queries=true`). */
+  queries?: boolean;
 }
 
 export type AnyDefinition = PluginDefinition<unknown, PluginKind, AnyPlugin>;

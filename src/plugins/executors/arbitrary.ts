@@ -83,6 +83,7 @@ export const arbitrary = definePlugin<ArbitraryArgs, "executor">({
   kind: "executor",
   feature: "core",
   summary: "Answers from static zone-format records (inline rules and zone files).",
+  dataFiles: (args) => args.files.map((path) => ({ path })),
   schema: {
     type: "object",
     additionalProperties: false,

@@ -56,6 +56,7 @@ export const hosts = definePlugin<HostsArgs, "executor">({
   kind: "executor",
   feature: "core",
   summary: "Answers A/AAAA queries from hosts-style lines: <domain_rule> <ip> <ip> ...",
+  dataFiles: (args) => args.files.map((path) => ({ path })),
   schema: {
     type: "object",
     additionalProperties: false,

@@ -56,6 +56,7 @@ export const redirect = definePlugin<RedirectArgs, "executor">({
   kind: "executor",
   feature: "core",
   summary: "Resolves a name as another (<domain_rule> <target>) and answers with a CNAME chain.",
+  dataFiles: (args) => args.files.map((path) => ({ path })),
   schema: {
     type: "object",
     additionalProperties: false,

@@ -24,6 +24,7 @@ export const adguardRule = definePlugin<AdguardArgs, "provider">({
     },
   },
   check: (args) => adguardInlineProblems(args.rules),
+  dataFiles: (args) => args.files.map((path) => ({ path })),
   async create(args, ctx) {
     const build = (slicer: Slicer): Promise<AdguardIndex> =>
       loadAdguardIndex(

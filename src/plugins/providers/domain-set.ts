@@ -8,7 +8,7 @@ import type { Slicer } from "../../engine/rules/slicer.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
 import { definePlugin } from "../../registry/types.js";
 import { ServingRules } from "./reload.js";
-import { setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
+import { setDataFiles, setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
 
 interface DomainSetArgs {
   exps: string[];
@@ -26,6 +26,7 @@ export const domainSet = definePlugin<DomainSetArgs, "provider">({
   schema: setSchema("exps"),
   check: (args) => setProblems(asSet(args), "exps", "domain"),
   dependencies: (args) => setDependencies(asSet(args)),
+  dataFiles: (args) => setDataFiles(asSet(args), "exps"),
   async create(args, ctx) {
     const tokens = setTokens(asSet(args), "exps");
     const build = async (slicer: Slicer): Promise<DomainTable<true>> => {

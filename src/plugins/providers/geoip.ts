@@ -71,6 +71,7 @@ export const geoip = definePlugin<GeoArgs, "provider">({
   kind: "provider",
   feature: "core",
   summary: "IP lists from a v2ray geoip.dat or the countries of a MaxMind .mmdb (selectors: list or ISO country codes), matched like an ip_set.",
+  dataFiles: (args) => [{ path: args.file }],
   schema: geoSchema,
   check: (args) => selectorProblems(args.selectors, false),
   async create(args, ctx) {

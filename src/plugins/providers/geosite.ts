@@ -23,6 +23,7 @@ export const geosite = definePlugin<GeoArgs, "provider">({
   kind: "provider",
   feature: "core",
   summary: "Domain lists from a v2ray geosite.dat (selectors: list codes, code@attribute), matched like a domain_set.",
+  dataFiles: (args) => [{ path: args.file }],
   schema: geoSchema,
   check: (args) => selectorProblems(args.selectors, true),
   async create(args, ctx) {

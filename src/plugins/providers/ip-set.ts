@@ -6,7 +6,7 @@ import type { Slicer } from "../../engine/rules/slicer.js";
 import { loadRuleTokens } from "../../engine/rules/source.js";
 import { definePlugin } from "../../registry/types.js";
 import { ServingRules } from "./reload.js";
-import { setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
+import { setDataFiles, setDependencies, setProblems, setSchema, setTag, setTokens, type SetArgs } from "./set-args.js";
 
 interface IpSetArgs {
   ips: string[];
@@ -24,6 +24,7 @@ export const ipSet = definePlugin<IpSetArgs, "provider">({
   schema: setSchema("ips"),
   check: (args) => setProblems(asSet(args), "ips", "ip"),
   dependencies: (args) => setDependencies(asSet(args)),
+  dataFiles: (args) => setDataFiles(asSet(args), "ips"),
   async create(args, ctx) {
     const tokens = setTokens(asSet(args), "ips");
     const build = async (slicer: Slicer): Promise<IpPrefixSet> => {

@@ -4,7 +4,7 @@ import { parseDomainRule, RuleSyntaxError } from "../../engine/rules/domain.js";
 import { parseIpRule } from "../../engine/rules/ip.js";
 import type { RuleFamily } from "../../engine/rules/rule-list.js";
 import { parseRuleList, type RuleToken } from "../../engine/rules/source.js";
-import { ArgError, type ArgProblem, type DependencySpec } from "../../registry/types.js";
+import { ArgError, type ArgProblem, type DataFile, type DependencySpec } from "../../registry/types.js";
 
 export interface SetArgs {
   /** Inline rules: `exps` for domain_set, `ips` for ip_set. */
@@ -35,6 +35,15 @@ export function setTokens(args: SetArgs, rulesKey: "exps" | "ips"): RuleToken[] 
   const tokens = parseRuleList(args.rules, [rulesKey], false);
   args.files.forEach((path, i) => tokens.push({ kind: "file", path, at: ["files", i] }));
   return tokens;
+}
+
+/** The rule files a set reads (`files` and `&path` items), for `sluice backup`. */
+export function setDataFiles(args: SetArgs, rulesKey: "exps" | "ips"): DataFile[] {
+  try {
+    return setTokens(args, rulesKey).flatMap((t) => (t.kind === "file" ? [{ path: t.path }] : []));
+  } catch {
+    return args.files.map((path) => ({ path }));
+  }
 }
 
 export function setProblems(args: SetArgs, rulesKey: "exps" | "ips", family: RuleFamily): ArgProblem[] {

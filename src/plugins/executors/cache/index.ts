@@ -99,6 +99,7 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
   kind: "executor",
   feature: "cache",
   summary: "Caches answers by question, DO/CD bits (and optionally ECS); serve-stale, prefetch, negative caching, dumps.",
+  dataFiles: (args) => (args.dump_file === undefined ? [] : [{ path: args.dump_file }]),
   schema,
   // Quick setup: `cache`, `cache short_circuit`, `cache short_circuit=true|false`.
   quickSetup(param) {

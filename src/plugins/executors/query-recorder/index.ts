@@ -56,6 +56,7 @@ export const queryRecorder = definePlugin<RecorderArgs, "executor", QueryRecorde
   kind: "executor",
   feature: "query-recorder",
   summary: "Records every query through the rest of the sequence in SQLite and/or a PostgreSQL store shared by instances (off the DNS thread); routes to page, filter and aggregate them, and a live stream.",
+  dataFiles: (args) => (args.path === undefined ? [] : [{ path: args.path, sqlite: true, queries: true }]),
   schema,
   control: recorderControl,
   create(args, ctx) {

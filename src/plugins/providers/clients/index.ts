@@ -19,6 +19,7 @@ export const clientsProvider = definePlugin<ClientsArgs, "provider", ClientsProv
   kind: "provider",
   feature: "core",
   summary: "Named clients and groups: identifies who asks (address, MAC, DoH/DoT client id, trusted ECS) for `client` and the records.",
+  dataFiles: (args) => [{ path: args.state_file }],
   schema: clientsSchema,
   runtimeWide: true,
   check: checkClients,

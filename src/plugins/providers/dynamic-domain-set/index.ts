@@ -70,6 +70,7 @@ export const dynamicDomainSet = definePlugin<DynamicDomainSetArgs, "provider", D
   kind: "provider",
   feature: "core",
   summary: "A domain set changed at run time (API routes, learn_domain) and kept in a rule file; rules may expire.",
+  dataFiles: (args) => [{ path: args.path }],
   schema,
   check,
   create(args, ctx) {
