@@ -106,8 +106,6 @@ export const ERROR_STATUS = {
   query_recorder_read_failed: 503,
   query_recorder_clear_failed: 503,
   audit_read_failed: 503,
-  // GET /api/backup before the first configuration runs, or while the process stops.
-  backup_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

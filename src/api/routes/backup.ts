@@ -7,7 +7,10 @@ import { createReadStream } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { buildBackup } from "../../backup/create.js";
 import { backupPlan } from "../../backup/plan.js";
+import { loadConfigFile, type SluiceConfig } from "../../config/load.js";
+import { analyzeConfig, type Analysis } from "../../registry/analyze.js";
 import { ApiError, errorSchema } from "../errors.js";
+import type { ApiHost } from "../host.js";
 import type { RouteContext } from "../server.js";
 
 const backupQuery = {
@@ -25,6 +28,11 @@ function withQueries(query: unknown): boolean {
   return q.queries === "true";
 }
 
+function configOnDisk(host: ApiHost): { config: SluiceConfig; analysis: Analysis } {
+  const config = loadConfigFile(host.configPath(), { env: host.env });
+  return { config, analysis: analyzeConfig(config, host.catalog) };
+}
+
 export function registerBackupRoutes(api: FastifyInstance, { host }: RouteContext): void {
   api.get(
     "/api/backup",
@@ -36,17 +44,17 @@ export function registerBackupRoutes(api: FastifyInstance, { host }: RouteContex
         summary: "A backup archive (.tar.gz) of the configuration and every data file it names, as `sluice backup` writes it",
         tags: ["config"],
         querystring: backupQuery,
-        response: { 200: { type: "string", description: "application/gzip: a tar archive with sluice-backup/manifest.json" }, 400: errorSchema, 500: errorSchema, 503: errorSchema },
+        response: { 200: { type: "string", description: "application/gzip: a tar archive with sluice-backup/manifest.json" }, 400: errorSchema, 500: errorSchema },
       },
     },
     async (req, reply) => {
       const queries = withQueries(req.query);
-      const runtime = host.liveRuntime();
-      if (runtime === null) throw new ApiError("backup_unavailable", "no configuration is running yet (or any more): nothing to back up");
       const now = new Date(host.now());
       let built;
       try {
-        built = await buildBackup(backupPlan(runtime.config, runtime.analysis, host.baseDir, { queries }), { withQueries: queries, now });
+        // The running generation's configuration; between generations (starting, stopping) the file on disk, read as a reload reads it.
+        const running = host.liveRuntime() ?? configOnDisk(host);
+        built = await buildBackup(backupPlan(running.config, running.analysis, host.baseDir, { queries }), { withQueries: queries, now });
       } catch (err) {
         throw new ApiError("backup_failed", `the backup could not be built: ${(err as Error).message}`);
       }

@@ -127,6 +127,7 @@ export const rosAddressList = definePlugin<RosArgs, "executor", RosAddressList>(
   kind: "executor",
   feature: "mikrotik",
   summary: "Adds the addresses of NOERROR A/AAAA answers to MikroTik RouterOS address lists (REST API), in the background.",
+  dataFiles: (args) => (args.persistent?.files ?? []).map((path) => ({ path })),
   schema: rosSchema,
   check: (args) => checkRosArgs(args),
   async create(args, ctx) {
