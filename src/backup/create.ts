@@ -1,13 +1,15 @@
 // Builds a backup archive: every planned file is copied into a private staging directory (SQLite
 // databases through SQLite's online backup API, which gives a consistent copy of a database in WAL mode
 // that another process is writing), hashed, listed in the manifest, and the staging tree is packed
-// into one .tar.gz. All of it is asynchronous (copies and hashing on libuv's threads, the SQLite backup
-// a page batch at a time, gzip in zlib's threads), so the API can build one while DNS is served.
+// into one .tar.gz. All of it is asynchronous (copies on libuv's threads, hashing a chunk at a time, the
+// SQLite backup a batch of pages at a time, gzip in zlib's threads), so the API can build one while DNS is served.
 
-import { constants } from "node:fs";
+import { constants, createWriteStream } from "node:fs";
 import { copyFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import { createGzip } from "node:zlib";
 import Database from "better-sqlite3";
 import { create } from "tar";
 import { VERSION } from "../version.js";
@@ -84,7 +86,9 @@ export async function buildBackup(plan: BackupPlan, options: { withQueries: bool
     await writeFile(join(top, MANIFEST_NAME), JSON.stringify(manifest, null, 2) + "\n", { mode: 0o600 });
     const archive = join(staging, "backup.tar.gz");
     // The manifest first, so a reader meets it before the files it vouches for.
-    await create({ gzip: { level: 6 }, file: archive, cwd: staging, portable: true, linkCache: new NoLinks(), mode: 0o600 }, [`${BACKUP_ROOT}/${MANIFEST_NAME}`, ...files.map((f) => `${BACKUP_ROOT}/${f.name}`)]);
+    // tar writes headers and reads files; gzip runs in node:zlib's thread pool (tar's own gzip would compress on the event loop).
+    const pack = create({ cwd: staging, portable: true, linkCache: new NoLinks() }, [`${BACKUP_ROOT}/${MANIFEST_NAME}`, ...files.map((f) => `${BACKUP_ROOT}/${f.name}`)]);
+    await pipeline(pack, createGzip({ level: 6 }), createWriteStream(archive, { mode: 0o600 }));
     return { archive, manifest, cleanup };
   } catch (err) {
     await cleanup();

@@ -240,14 +240,15 @@ test("an existing file is replaced only with --force; without it nothing at all 
   expect(readFileSync(join(dir, "lists", "blocked.txt"), "utf8")).toBe(readFileSync(join(dirA, "lists", "blocked.txt"), "utf8"));
 });
 
-test("usage: restore needs -d; backup of an invalid configuration exits 1 with its diagnostics", async () => {
-  const noDir = await runCli(["restore", cliArchive]);
-  expect(noDir.code).toBe(2);
-  expect(noDir.stderr).toContain("error: restore needs -d DIR");
+test("usage: the help names both commands; restore needs -d; backup of an invalid configuration exits 1 with its diagnostics", async () => {
   const dir = join(work, "invalid");
   mkdirSync(dir);
   writeFileSync(join(dir, "sluice.yaml"), "plugins:\n  - { tag: x, type: no_such_type }\n");
-  const bad = await runCli(["backup", "-d", dir, "-o", join(dir, "out.tar.gz")]);
+  const [noDir, bad, help] = await Promise.all([runCli(["restore", cliArchive]), runCli(["backup", "-d", dir, "-o", join(dir, "out.tar.gz")]), runCli(["--help"])]);
+  expect(help.stdout).toContain("sluice backup [-c FILE] [-d DIR] [-o ARCHIVE] [--with-queries]");
+  expect(help.stdout).toContain("sluice restore ARCHIVE -d DIR [--force]");
+  expect(noDir.code).toBe(2);
+  expect(noDir.stderr).toContain("error: restore needs -d DIR");
   expect(bad.code).toBe(1);
   expect(bad.stderr).toMatch(/sluice\.yaml:2:\d+: error: .*no_such_type/);
   expect(existsSync(join(dir, "out.tar.gz"))).toBe(false);
