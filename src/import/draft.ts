@@ -2,7 +2,7 @@
 // Importers say what the source does (upstreams, lists, local records, clients...) in the source's
 // own terms; this file decides which plugins do it here and how the `main` sequence ties them:
 //   query recorder → local CNAMEs → local records → allow list → block lists → per-client upstreams →
-//   conditional forwards → cache → forward.
+//   conditional forwards → the source's own refusals (guards) → cache → forward.
 
 import { isIP } from "node:net";
 import { stringify } from "yaml";
@@ -101,6 +101,7 @@ export class Draft {
   private redirects: string[] = [];
   private conditional: { domains: string[]; upstreams: string[] }[] = [];
   private clients: DraftClient[] = [];
+  private guards: Rule[] = [];
   private answer: BlockAnswer = { mode: "nxdomain" };
   private blockTtl: number | undefined;
   private refresh: string | null = "0 3 * * *";
@@ -201,6 +202,14 @@ export class Draft {
     if (addrs.length > 0 && domains.length > 0) this.conditional.push({ domains, upstreams: addrs });
   }
 
+  /**
+   * A rule of the source's own (a refused name, a kind of query not forwarded): it runs after the
+   * conditional forwards and before the cache, e.g. `{ matches: "qname regexp:^[^.]+$", exec: "reject NXDOMAIN" }`.
+   */
+  addGuard(rule: { matches: string | string[]; exec: string }): void {
+    this.guards.push(rule);
+  }
+
   addClient(c: DraftClient): void {
     this.clients.push(c);
   }
@@ -285,6 +294,7 @@ export class Draft {
       plugins.push({ tag: `forward_cond_${i + 1}`, type: "forward", args: this.forwardArgs(c.upstreams, true) });
       main.push({ matches: `qname ${c.domains.map((d) => `domain:${d}`).join(" ")}`, exec: `$forward_cond_${i + 1}` });
     }
+    main.push(...this.guards);
     if (this.cache !== null) {
       plugins.push({ tag: "cache", type: "cache", ...(Object.keys(this.cache).length > 0 ? { args: { ...this.cache } } : {}) });
       main.push({ exec: "$cache" });
