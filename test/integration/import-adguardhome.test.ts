@@ -214,12 +214,17 @@ describe("sluice import adguardhome: the other forms", () => {
   it("refuses to overwrite without --force, and exits 2 on usage and 1 on a source it cannot read", async () => {
     const again = await runCli(["import", "adguardhome", join(src, "AdGuardHome.yaml"), "-o", out]);
     expect([again.code, again.stderr]).toEqual([1, expect.stringContaining("already exist")]);
-    const [forced, unknown, short, missing] = await Promise.all([
+    const [forced, unknown, short, missing, help, own] = await Promise.all([
       runCli(["import", "adguardhome", join(src, "AdGuardHome.yaml"), "-o", out, "--force"]),
       runCli(["import", "nosuchtool", src]),
       runCli(["import", "adguardhome"]),
       runCli(["import", "adguardhome", join(src, "nope.yaml"), "-o", join(out, "x")]),
+      runCli(["--help"]),
+      runCli(["import", "--help"]),
     ]);
+    expect(help.stdout).toContain("sluice import <source> <file or dir> [-o DIR] [--force]");
+    expect([own.code, own.stdout]).toEqual([0, expect.stringMatching(/^Usage: sluice import <source> <file or dir> \[-o DIR\] \[--force\]\n[^]*\n {2}adguardhome {3}AdGuardHome\.yaml/)]);
+    expect(own.stdout).toMatch(/\n {2}pihole {8}Pi-hole v6/);
     expect(forced.code, forced.stderr).toBe(0);
     expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining("unknown source 'nosuchtool'")]);
     expect(short.code).toBe(2);
