@@ -71,7 +71,7 @@ export const importConfig: Importer = async (path) => {
   const services = obj(filtering.blocked_services);
   if (active(services.ids)) d.unsupportedSetting(`${fPrefix}blocked_services.ids`, services.ids, "no blocked-services catalogue: block their domains with a list");
   reportRest(d, fPrefix, filtering, FILTERING_HANDLED, FILTERING_IGNORED);
-  reportRest(d, "dns.", dns, [...DNS_HANDLED, ...(isObj(doc.filtering) ? [] : FILTERING_KEYS)], ["max_goroutines"]);
+  reportRest(d, "dns.", dns, [...DNS_HANDLED, ...(isObj(doc.filtering) ? [] : FILTERING_KEYS)], DNS_IGNORED);
 
   importClients(d, obj(doc.clients));
   importTls(d, obj(doc.tls), bindHosts);
@@ -103,6 +103,9 @@ const DNS_HANDLED = [
   "cache_optimistic_max_age",
   "cache_optimistic_answer_ttl",
 ];
+
+/** Tuning of settings reported on their own (the rate limit, fastest_addr, DNS64) and of AdGuard Home's internals. */
+const DNS_IGNORED = ["max_goroutines", "ratelimit_subnet_len_ipv4", "ratelimit_subnet_len_ipv6", "ratelimit_whitelist", "fastest_timeout", "dns64_prefixes", "pending_requests"];
 
 const TOP_HANDLED = [
   "schema_version",
@@ -277,7 +280,8 @@ function importHttpAndLogs(d: Draft, doc: Obj): void {
     if (!loopback) d.note(`http.address ${address}: the management API listens on ${listen} until api.http.auth has users (hashes from sluice passwd; AdGuard Home's bcrypt passwords cannot be carried over)`);
   }
   if (active(doc.users)) d.unsupportedSetting("users", list(doc.users).map((u) => str(u.name)), "set api.http.auth.users with hashes from `sluice passwd`");
-  reportRest(d, "http.", http, ["address", "session_ttl"], ["pprof"]);
+  if (bool(obj(http.doh).insecure_enabled) === true) d.note("http.doh.insecure_enabled: DoH without TLS is an http_server without cert and key (for a reverse proxy in front)");
+  reportRest(d, "http.", http, ["address", "session_ttl", "doh"], ["pprof"]);
   const q = obj(doc.querylog);
   const s = obj(doc.statistics);
   const recording = bool(q.enabled) !== false && (isObj(doc.querylog) || num(doc.querylog_interval) !== undefined);
