@@ -37,7 +37,8 @@ export function normaliseBootstrap(text: string): string | null {
   if (addr === null || !addr.startsWith("udp://")) return null;
   const rest = addr.slice("udp://".length);
   const host = rest.startsWith("[") ? rest.slice(1, rest.indexOf("]")) : rest.split(":")[0] ?? "";
-  return isIP(host) === 0 ? null : rest;
+  if (isIP(host) === 0) return null;
+  return /^\[[^\]]+\]$/.test(rest) ? host : rest; // a bare IPv6 address without its brackets
 }
 
 /** A name the `clients` provider accepts: letters, digits, `.`, `_`, `-`, starting with a letter or digit, ≤ 63. */

@@ -35,6 +35,7 @@ describe("upstream forms", () => {
   it("takes only plain addresses as bootstrap servers", () => {
     expect(normaliseBootstrap("9.9.9.10")).toBe("9.9.9.10");
     expect(normaliseBootstrap("[2620:fe::10]:53")).toBe("[2620:fe::10]:53");
+    expect(normaliseBootstrap("2620:fe::10")).toBe("2620:fe::10");
     expect(normaliseBootstrap("tls://1.1.1.1")).toBeNull();
     expect(normaliseBootstrap("dns.example")).toBeNull();
   });
