@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // sluice start|check -c FILE [-d DIR] [-l LEVEL]; sluice upgrade check|apply|rollback; sluice probe upstream ADDRESS...;
-// sluice passwd [--cost LN]
+// sluice passwd [--cost LN]; sluice import SOURCE PATH [-o DIR] [--force]
 
 import { resolve } from "node:path";
 import { parseOptions, UsageError, type OptionSpec } from "./cli-args.js";
@@ -13,6 +13,7 @@ import { initialPull, type Following } from "./cluster/follow.js";
 import { PROBE_HELP, runProbeCommand } from "./probe/command.js";
 import { PASSWD_HELP, runPasswdCommand } from "./api/auth/passwd-command.js";
 import { runUpgradeCommand, UPGRADE_HELP } from "./upgrade/cli.js";
+import { IMPORT_HELP, runImportCommand } from "./import/cli.js";
 import { detectInstallDir } from "./upgrade/layout.js";
 import { readUpgradeStart, restartIntoPrevious, rollBackTrial } from "./upgrade/trial.js";
 import { VERSION } from "./version.js";
@@ -33,6 +34,9 @@ Usage:
   sluice passwd [--cost LN]                    print a password hash for api.http.auth.users: the
                                                password is typed (not shown) or piped on stdin,
                                                never given as an argument; see sluice passwd --help
+  sluice import <source> <file or dir> [-o DIR] [--force]
+                                               write a configuration from AdGuard Home's, Pi-hole's,
+                                               blocky's or mosdns's: see sluice import --help
   sluice --help | --version
 
 Options:
@@ -152,6 +156,23 @@ async function probe(argv: string[]): Promise<number> {
   }
 }
 
+async function importCommand(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(IMPORT_HELP);
+    return argv.length === 0 ? 2 : 0;
+  }
+  try {
+    return await runImportCommand(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n\n${IMPORT_HELP}`);
+      return 2;
+    }
+    report(err);
+    return 1;
+  }
+}
+
 async function passwd(argv: string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(PASSWD_HELP);
@@ -182,6 +203,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === "upgrade") return upgrade(argv.slice(1));
   if (argv[0] === "probe") return probe(argv.slice(1));
   if (argv[0] === "passwd") return passwd(argv.slice(1));
+  if (argv[0] === "import") return importCommand(argv.slice(1));
   let opts: ReturnType<typeof parseCommandLine>;
   try {
     opts = parseCommandLine(argv);
