@@ -32,7 +32,7 @@ export class ClientBook {
   }
 
   /** The `client …` matcher for a per-client key (name, address or CIDR), or null when there is none. */
-  matcher(path: string, key: string): string | null {
+  matcher(path: string, key: string, value: unknown): string | null {
     const bare = key.trim();
     const [ip, bits] = bare.split("/");
     if (isIP(ip) !== 0 && (bits === undefined || /^\d{1,3}$/.test(bits))) {
@@ -42,7 +42,7 @@ export class ClientBook {
     }
     const known = this.clients.get(bare.toLowerCase());
     if (known) return `client ${known.name}`;
-    this.out.unsupportedKey(path, key, "blocky matches names learned by reverse lookup and wildcards; name the client under clientLookup.clients or use its address or CIDR");
+    this.out.unsupportedKey(path, value, "blocky matches names learned by reverse lookup and wildcards; name the client under clientLookup.clients or use its address or CIDR");
     return null;
   }
 
@@ -188,7 +188,7 @@ export function importBlocking(out: Output, book: ClientBook, value: unknown, ba
   const specific: string[] = [];
   for (const [key, groups] of Object.entries(assign)) {
     if (key === "default") continue;
-    const who = book.matcher(`blocking.clientGroupsBlock.${key}`, key);
+    const who = book.matcher(`blocking.clientGroupsBlock.${key}`, key, groups);
     if (who === null) continue;
     specific.push(who.slice("client ".length));
     for (const g of strings(groups)) {

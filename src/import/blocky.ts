@@ -96,7 +96,7 @@ function importUpstreams(out: Output, doc: Obj, book: ClientBook): void {
   const key = legacy ? "upstream" : "upstreams.groups";
   for (const [name, list] of Object.entries(groups)) {
     if (name === "default") continue;
-    const who = book.matcher(`${key}.${name}`, name);
+    const who = book.matcher(`${key}.${name}`, name, list);
     const args = who === null ? null : forwardArgs(out, `${key}.${name}`, list, settings, true);
     if (who === null || args === null) continue;
     out.add({ tag: `upstream_${slug(name)}`, type: "forward", args });
@@ -225,7 +225,7 @@ function importMisc(out: Output, doc: Obj): void {
   if (prom.enable === true) out.note("prometheus: metrics are always at GET /api/metrics of the management API (prometheus.path is not used)");
   const ede = out.section("ede", doc.ede, ["enable"]);
   if (ede.enable === true) out.unsupportedKey("ede.enable", true, "no Extended DNS Errors are added to answers");
-  if (doc.redis !== undefined) out.unsupportedKey("redis", "…", "several instances share cached answers through cache.redis and configuration through cluster (docs/operations.md, 'Running several instances')");
+  if (doc.redis !== undefined) out.unsupportedKey("redis.address", isObj(doc.redis) ? doc.redis.address : doc.redis, "several instances share cached answers through cache.redis and configuration through cluster (docs/operations.md, 'Running several instances')");
   const sudn = out.section("specialUseDomains", doc.specialUseDomains, ["rfc6762-appendixG", "enable"]);
   if (sudn.enable === false) out.unsupportedKey("specialUseDomains.enable", false);
   if (sudn["rfc6762-appendixG"] !== false) {

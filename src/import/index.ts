@@ -5,4 +5,7 @@ import type { Importer } from "./types.js";
 type ImporterModule = { importConfig: Importer };
 
 /** Source name → the module that reads it. A source that is not here is not in this build. */
-export const IMPORTERS: Record<string, () => Promise<ImporterModule>> = {};
+export const IMPORTERS: Record<string, () => Promise<ImporterModule>> = {
+  blocky: () => import("./blocky.js"),
+  mosdns: () => import("./mosdns.js"),
+};
