@@ -11,7 +11,7 @@ import { isObj, strings, type Obj, type Output, type OutPlugin } from "./output.
 const BUILTINS = new Set(["accept", "reject", "return", "goto", "jump", "mark"]);
 
 /** Forward upstream arguments Sluice has no equivalent of. */
-const FORWARD_DROPPED = ["enable_http3", "so_mark", "bind_to_device"];
+const FORWARD_DROPPED = ["so_mark", "bind_to_device"];
 
 export class MosdnsPlugins {
   /** Tags of plugins that are not carried over; rules and arguments naming them go too. */
@@ -107,10 +107,12 @@ export class MosdnsPlugins {
       if (!isObj(raw)) continue;
       const u = { ...raw };
       const addr = typeof u.addr === "string" ? u.addr : "";
-      if (/^(quic|doq|h3|udpme):\/\//i.test(addr) || u.enable_http3 === true) {
+      if (/^(quic|doq|h3|udpme):\/\//i.test(addr)) {
         this.out.unsupportedKey(`${p.tag}.args.upstreams[${i}]`, addr, "DNS over QUIC and over HTTP/3 are not in this build");
         continue;
       }
+      if (u.enable_http3 === true) this.out.unsupportedKey(`${p.tag}.args.upstreams[${i}].enable_http3`, true, "DNS over HTTPS goes over HTTP/2 here");
+      delete u.enable_http3;
       for (const k of FORWARD_DROPPED) {
         if (u[k] === undefined) continue;
         if (u[k] !== false) this.out.unsupportedKey(`${p.tag}.args.upstreams[${i}].${k}`, u[k], "use an outbound profile's bind address (network.outbound)");
@@ -132,7 +134,7 @@ export class MosdnsPlugins {
       return this.dropped.has(target) ? `'${target}' is not carried over` : null;
     }
     const k = this.kindOf(head);
-    if (k !== kind) return `'${head}' is not a ${kind} here`;
+    if (k !== kind) return `'${head}' is not ${kind === "matcher" ? "a matcher" : "an executor"} here`;
     for (const token of rest) {
       if (token.startsWith("$") && this.dropped.has(token.slice(1))) return `'${token.slice(1)}' is not carried over`;
       if (token.startsWith("&")) this.copyFile(`quick setup '${text}'`, token.slice(1));
