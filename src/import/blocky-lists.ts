@@ -22,7 +22,7 @@ export class ClientBook {
       for (const [name, ips] of Object.entries(l.clients)) this.clients.set(name.toLowerCase(), { name: slug(name), addresses: strings(ips) });
     }
     if (l.upstream !== undefined) {
-      const m = /^(?:(?:tcp\+udp|udp):)?(\d{1,3}(?:\.\d{1,3}){3})(?::(\d+))?$/.exec(String(l.upstream));
+      const m = /^(?:(?:tcp\+udp|udp):)?(\d{1,3}(?:\.\d{1,3}){3})(?::(\d+))?$/.exec(typeof l.upstream === "string" ? l.upstream : "");
       if (m) {
         this.hostnames = `${m[1]}:${m[2] ?? "53"}`;
         this.out.note(`clientLookup.upstream: the names of seen clients are looked up at ${this.hostnames} (clients.hostnames); policy follows names declared under clients, not looked-up ones`);

@@ -68,15 +68,15 @@ export class MosdnsPlugins {
         break;
       case "fallback":
         for (const k of ["primary", "secondary"] as const) {
-          const tag = String(args[k] ?? "").replace(/^\$/, "");
+          const tag = typeof args[k] === "string" ? args[k].replace(/^\$/, "") : "";
           if (this.dropped.has(tag)) return this.drop(p, `its ${k} '${tag}' is not carried over`);
         }
         break;
       case "udp_server":
       case "tcp_server": {
-        const entry = String(args.entry ?? "").replace(/^\$/, "");
+        const entry = typeof args.entry === "string" ? args.entry.replace(/^\$/, "") : "";
         if (this.dropped.has(entry)) return this.drop(p, `its entry '${entry}' is not carried over`);
-        args.entry = entry;
+        if (entry !== "") args.entry = entry;
         break;
       }
       case "http_server":

@@ -51,7 +51,7 @@ export class Output {
     return value;
   }
 
-  /** Comments placed before rule `rule` of the sequence at plugins[`plugin`] (after the last rule when past it). */
+  /** Comments placed before rule `rule` of the sequence tagged `tag` (after its last rule when past the end). */
   readonly ruleComments: { tag: string; rule: number; text: string }[] = [];
 
   result(withMain = true): ImportResult {
