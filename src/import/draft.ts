@@ -1,7 +1,7 @@
 // The Sluice configuration an importer builds, one setting at a time, and turns into YAML at the end.
 // Importers say what the source does (upstreams, lists, local records, clients...) in the source's
 // own terms; this file decides which plugins do it here and how the `main` sequence ties them:
-//   query recorder → local records → allow list → block lists → per-client upstreams →
+//   query recorder → local CNAMEs → local records → allow list → block lists → per-client upstreams →
 //   conditional forwards → cache → forward.
 
 import { isIP } from "node:net";
@@ -103,7 +103,10 @@ export class Draft {
   private clients: DraftClient[] = [];
   private answer: BlockAnswer = { mode: "nxdomain" };
   private blockTtl: number | undefined;
-  private refresh = "0 3 * * *";
+  private refresh: string | null = "0 3 * * *";
+  private fallbacks: string[] = [];
+  private selection: "race" | "balanced" | "parallel" = "race";
+  private timeout: string | undefined;
   private api: string | null = null;
   private recorder: { retention_days?: number } | null = null;
 
@@ -207,8 +210,27 @@ export class Draft {
     this.blockTtl = ttl;
   }
 
-  /** A 5-field cron schedule for refreshing downloaded lists. */
-  setRefresh(schedule: string): void {
+  /** Upstreams asked only when the main ones fail or are slower than the upstream timeout. */
+  addFallbacks(key: string, list: string[]): void {
+    for (const u of list) {
+      const addr = normaliseUpstream(u);
+      if (addr === null) this.unsupportedSetting(key, u, "protocol not in this build");
+      else if (!this.fallbacks.includes(addr)) this.fallbacks.push(addr);
+    }
+  }
+
+  /** race: up to 3 at once, the first answer wins; balanced: one at a time, spread by load; parallel: all at once. */
+  setSelection(mode: "race" | "balanced" | "parallel"): void {
+    this.selection = mode;
+  }
+
+  /** Bound on one query to one upstream (a duration: `10s`). */
+  setUpstreamTimeout(duration: string): void {
+    this.timeout = duration;
+  }
+
+  /** A 5-field cron schedule for refreshing downloaded lists; null: never (downloaded once, when missing). */
+  setRefresh(schedule: string | null): void {
     this.refresh = schedule;
   }
 
@@ -229,6 +251,12 @@ export class Draft {
       main.push({ exec: "$recorder" });
     }
     const clients = this.buildClients(plugins);
+    // A local CNAME first: the rest of the sequence (local records included) answers its target.
+    if (this.redirects.length > 0) {
+      this.files["rules/cnames.txt"] = this.redirects.join("\n") + "\n";
+      plugins.push({ tag: "local_cnames", type: "redirect", args: { files: ["rules/cnames.txt"] } });
+      main.push({ exec: "$local_cnames" });
+    }
     if (this.hostsEntries.length > 0) {
       this.files["rules/hosts.txt"] = this.hostsEntries.join("\n") + "\n";
       plugins.push({ tag: "local_records", type: "hosts", args: { files: ["rules/hosts.txt"], short_circuit: true } });
@@ -253,11 +281,6 @@ export class Draft {
       plugins.push({ tag: `forward_client_${i + 1}`, type: "forward", args: this.forwardArgs(c.upstreams, true) });
       main.push({ matches: `client ${c.name}`, exec: `$forward_client_${i + 1}` });
     }
-    if (this.redirects.length > 0) {
-      this.files["rules/cnames.txt"] = this.redirects.join("\n") + "\n";
-      plugins.push({ tag: "local_cnames", type: "redirect", args: { files: ["rules/cnames.txt"] } });
-      main.push({ exec: "$local_cnames" });
-    }
     for (const [i, c] of this.conditional.entries()) {
       plugins.push({ tag: `forward_cond_${i + 1}`, type: "forward", args: this.forwardArgs(c.upstreams, true) });
       main.push({ matches: `qname ${c.domains.map((d) => `domain:${d}`).join(" ")}`, exec: `$forward_cond_${i + 1}` });
@@ -271,7 +294,11 @@ export class Draft {
       this.upstreams.push("udp://9.9.9.9");
     }
     plugins.push({ tag: "upstream", type: "forward", args: this.forwardArgs(this.upstreams, false) });
-    main.push({ exec: "$upstream" });
+    if (this.fallbacks.length > 0) {
+      plugins.push({ tag: "upstream_fallback", type: "forward", args: this.forwardArgs(this.fallbacks, false) });
+      plugins.push({ tag: "resolve", type: "fallback", args: { primary: "upstream", secondary: "upstream_fallback", threshold: durationMs(this.timeout ?? "5s") } });
+      main.push({ exec: "$resolve" });
+    } else main.push({ exec: "$upstream" });
     plugins.push({ tag: "main", type: "sequence", args: main });
     if (this.listen.length === 0) {
       this.note("the source names no listen address: listening on 127.0.0.1:53");
@@ -293,8 +320,15 @@ export class Draft {
   private readonly extraServers: Plugin[] = [];
 
   private forwardArgs(upstreams: string[], shortCircuit: boolean): Record<string, unknown> {
-    const ups = upstreams.map((addr) => (this.bootstrap.length > 0 && needsBootstrap(addr) ? { addr, bootstrap: this.bootstrap.slice(0, 8) } : { addr }));
-    return { upstreams: ups, ...(ups.length > 1 ? { concurrent: Math.min(3, ups.length) } : {}), ...(shortCircuit ? { short_circuit: true } : {}) };
+    const ups = upstreams.map((addr) => ({
+      addr,
+      ...(this.bootstrap.length > 0 && needsBootstrap(addr) ? { bootstrap: this.bootstrap.slice(0, 8) } : {}),
+      ...(this.timeout !== undefined ? { timeout: this.timeout } : {}),
+    }));
+    const n = ups.length;
+    const spread =
+      n < 2 ? {} : this.selection === "balanced" ? { response_selection: "balanced" } : { concurrent: this.selection === "parallel" ? Math.min(32, n) : Math.min(3, n) };
+    return { upstreams: ups, ...spread, ...(shortCircuit ? { short_circuit: true } : {}) };
   }
 
   private buildClients(plugins: Plugin[]): { unfiltered: boolean; ownUpstreams: { name: string; upstreams: string[] }[] } {
@@ -375,13 +409,14 @@ export class Draft {
   /** One `download` for every listed URL and one `cron` job that fetches them and reloads their providers. */
   private buildDownloads(plugins: Plugin[]): void {
     if (this.downloads.length === 0) return;
+    if (this.refresh === null) this.note("the lists are downloaded when missing and never refreshed (the source did not refresh them)");
     const items = this.downloads.map((d) => {
       const slash = d.file.lastIndexOf("/");
       return { url: d.url, dir: d.file.slice(0, slash), filename: d.file.slice(slash + 1) };
     });
     plugins.push({ tag: "fetch_lists", type: "download", args: { timeout: "60s", downloads: items } });
     const reloads = [...new Set(this.downloads.map((d) => d.provider))].map((p) => `reload_provider $${p}`);
-    plugins.push({ tag: "refresh_lists", type: "cron", args: { jobs: [{ name: "lists", schedule: this.refresh, executors: ["$fetch_lists", ...reloads] }] } });
+    if (this.refresh !== null) plugins.push({ tag: "refresh_lists", type: "cron", args: { jobs: [{ name: "lists", schedule: this.refresh, executors: ["$fetch_lists", ...reloads] }] } });
   }
 
   /** A server the importer maps itself (DoT, DoH): added after the UDP/TCP servers. */
@@ -393,6 +428,19 @@ export class Draft {
   get source(): string {
     return this.sourceName;
   }
+}
+
+/** `10s`, `1m30s`, `500ms`, `2h` (Go-style durations, as AdGuard Home writes them) in ms; 5000 when unreadable. */
+export function durationMs(text: string): number {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  const parts = text.trim().match(/(\d+(?:\.\d+)?)(ms|s|m|h)/g);
+  if (!parts || parts.join("") !== text.trim()) return 5000;
+  for (const p of parts) {
+    const m = /(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(p);
+    if (m) total += Number(m[1]) * (units[m[2] ?? "s"] ?? 1000);
+  }
+  return Math.max(1, Math.min(600_000, Math.round(total)));
 }
 
 function isUrl(s: string): boolean {

@@ -6,6 +6,7 @@ type ImporterModule = { importConfig: Importer };
 
 /** Source name → the module that reads it. A source that is not here is not in this build. */
 export const IMPORTERS: Record<string, () => Promise<ImporterModule>> = {
+  adguardhome: () => import("./adguardhome.js"),
   blocky: () => import("./blocky.js"),
   mosdns: () => import("./mosdns.js"),
 };

@@ -79,10 +79,10 @@ describe("Draft", () => {
     expect(doc.api).toEqual({ http: "127.0.0.1:3000" });
     expect(byTag.get("main")?.args).toEqual([
       { exec: "$recorder" },
+      { exec: "$local_cnames" },
       { exec: "$local_records" },
       { matches: ["!client unfiltered", "!$allowed", "$blocked"], exec: "$block_answer" },
       { matches: "client work", exec: "$forward_client_1" },
-      { exec: "$local_cnames" },
       { matches: "qname domain:lan domain:168.192.in-addr.arpa", exec: "$forward_cond_1" },
       { exec: "$cache" },
       { exec: "$upstream" },
