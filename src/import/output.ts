@@ -4,6 +4,9 @@
 
 import { Document, isSeq } from "yaml";
 import type { ImportResult } from "./types.js";
+import { isObj, type Obj } from "./values.js";
+
+export { isObj, type Obj };
 
 export interface OutPlugin {
   tag: string;
@@ -15,10 +18,6 @@ export interface OutRule {
   matches?: string | string[];
   exec: string;
 }
-
-export type Obj = Record<string, unknown>;
-
-export const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export class Output {
   readonly plugins: OutPlugin[] = [];
@@ -80,5 +79,6 @@ export function duration(seconds: number): string {
   return Number.isInteger(seconds) ? `${seconds}s` : `${Math.round(seconds * 1000)}ms`;
 }
 
+/** Strings and numbers (blocky writes ports and addresses either way) as strings. */
 export const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string | number => typeof x === "string" || typeof x === "number").map(String) : typeof v === "string" || typeof v === "number" ? [String(v)] : [];
