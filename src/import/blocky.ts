@@ -9,7 +9,7 @@ import { parse } from "yaml";
 import { ClientBook, importBlocking } from "./blocky-lists.js";
 import { goDurationSeconds, listenList, parseUpstream, slug } from "./blocky-values.js";
 import { duration, isObj, Output, strings, type Obj } from "./output.js";
-import { ImportError, type Importer } from "./types.js";
+import { ImportError, type Importer, type ImportResult } from "./types.js";
 
 const TOP_KEYS = [
   "upstreams", "upstream", "upstreamTimeout", "bootstrapDns", "blocking", "caching", "conditional", "customDNS", "clientLookup",
@@ -265,7 +265,7 @@ function importFilters(out: Output, doc: Obj): void {
   }
 }
 
-export const importConfig: Importer = (path) => {
+function importBlocky(path: string): ImportResult {
   const { doc, file } = readConfig(path);
   const out = new Output();
   for (const [k, v] of Object.entries(doc)) if (!TOP_KEYS.includes(k)) out.unsupportedKey(k, v);
@@ -283,5 +283,8 @@ export const importConfig: Importer = (path) => {
   importUpstreams(out, doc, book);
   book.emit();
   importPorts(out, doc);
-  return Promise.resolve(out.result());
-};
+  return out.result();
+}
+
+/** A bad source rejects the promise with an ImportError (never a synchronous throw). */
+export const importConfig: Importer = (path) => Promise.resolve(path).then(importBlocky);

@@ -8,7 +8,7 @@ import { parse } from "yaml";
 import { createCatalog } from "../plugins/catalog.js";
 import { MosdnsPlugins } from "./mosdns-plugins.js";
 import { isObj, Output, type Obj, type OutPlugin } from "./output.js";
-import { ImportError, type Importer } from "./types.js";
+import { ImportError, type Importer, type ImportResult } from "./types.js";
 
 const MAX_INCLUDE_DEPTH = 8;
 
@@ -70,7 +70,7 @@ function topLevel(out: Output, doc: Obj): void {
   }
 }
 
-export const importConfig: Importer = (path) => {
+function importMosdns(path: string): ImportResult {
   const file = configFile(path);
   const doc = readYaml(file);
   if (!Array.isArray(doc.plugins)) throw new ImportError(`${file} is not a mosdns v5 configuration (no plugins list)`);
@@ -86,5 +86,8 @@ export const importConfig: Importer = (path) => {
     out.add(translated.type === "sequence" ? plugins.sequence(translated) : translated);
   }
   if (!out.plugins.some((p) => p.type.endsWith("_server"))) out.note("no server plugin was carried over: add a udp_server to answer queries");
-  return Promise.resolve(out.result(false));
-};
+  return out.result(false);
+}
+
+/** A bad source rejects the promise with an ImportError (never a synchronous throw). */
+export const importConfig: Importer = (path) => Promise.resolve(path).then(importMosdns);

@@ -1,6 +1,13 @@
-// blocky's value forms: Go durations, resolver strings, listen lists and list lines.
+// blocky's value forms (Go durations, resolver strings, listen lists, list lines), and the sources the
+// blocky and mosdns importers refuse.
 
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { importConfig as blocky } from "../../src/import/blocky.js";
+import { importConfig as mosdns } from "../../src/import/mosdns.js";
+import { ImportError } from "../../src/import/types.js";
 import { goDurationSeconds, listenList, listLineToRule, listSource, parseUpstream } from "../../src/import/blocky-values.js";
 
 describe("blocky values", () => {
@@ -43,5 +50,18 @@ describe("blocky values", () => {
     expect(listSource("https://example.net/a.txt")).toEqual({ kind: "url", url: "https://example.net/a.txt" });
     expect(listSource("a.example\nb.example\n").kind).toBe("inline");
     expect(listSource("/etc/blocky/deny.txt")).toEqual({ kind: "file", path: "/etc/blocky/deny.txt" });
+  });
+});
+
+describe("sources that are not blocky or mosdns configurations", () => {
+  it("are refused with an ImportError naming the file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "import-bad-"));
+    writeFileSync(join(dir, "config.yml"), "log: {level: info}\n");
+    await expect(blocky(dir)).rejects.toThrow(ImportError);
+    await expect(blocky(join(dir, "config.yml"))).rejects.toThrow(/is not a blocky configuration \(no upstreams\)/);
+    await expect(mosdns(join(dir, "config.yml"))).rejects.toThrow(/is not a mosdns v5 configuration \(no plugins list\)/);
+    await expect(mosdns(join(dir, "missing.yaml"))).rejects.toThrow(/cannot read/);
+    writeFileSync(join(dir, "loop.yaml"), "include: [loop.yaml]\nplugins: []\n");
+    await expect(mosdns(join(dir, "loop.yaml"))).rejects.toThrow(/includes nest deeper than 8/);
   });
 });
