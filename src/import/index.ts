@@ -8,4 +8,6 @@ type ImporterModule = { importConfig: Importer };
 export const IMPORTERS: Record<string, () => Promise<ImporterModule>> = {
   adguardhome: () => import("./adguardhome.js"),
   pihole: () => import("./pihole.js"),
+  blocky: () => import("./blocky.js"),
+  mosdns: () => import("./mosdns.js"),
 };
