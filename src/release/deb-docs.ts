@@ -1,9 +1,10 @@
 // The documents of the Debian package: sluice(8) made from the CLI's own --help texts, the
 // copyright file (Sluice's licence and each bundled package's), and changelog.Debian.
 
-import { execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { productionPackages } from "./build.js";
 
 /** The --help texts of the built CLI (dist/src/cli.js), each command's under its own heading. */
@@ -25,12 +26,14 @@ function roffBlock(text: string): string {
 }
 
 /** sluice(8): the help texts printed by `node dist/src/cli.js ... --help` in `root`, verbatim. */
-export function manPage(root: string, version: string, date: Date): string {
+export async function manPage(root: string, version: string, date: Date): Promise<string> {
   const cli = join(root, "dist", "src", "cli.js");
-  const sections = HELP_SECTIONS.map(({ title, argv }) => {
-    const text = execFileSync(process.execPath, [cli, ...argv], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
-    return `.SH ${title}\n${roffBlock(text)}`;
-  });
+  const sections = await Promise.all(
+    HELP_SECTIONS.map(async ({ title, argv }) => {
+      const { stdout } = await promisify(execFile)(process.execPath, [cli, ...argv], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+      return `.SH ${title}\n${roffBlock(stdout)}`;
+    }),
+  );
   const day = date.toISOString().slice(0, 10);
   return [
     `.TH SLUICE 8 "${day}" "sluice ${version}" "System Administration"`,

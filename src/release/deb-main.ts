@@ -30,7 +30,7 @@ function parse(argv: string[]): DebOptions {
 
 try {
   const started = Date.now();
-  const built = buildDeb(parse(process.argv.slice(2)));
+  const built = await buildDeb(parse(process.argv.slice(2)));
   process.stdout.write(`${built.file}\n  built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 } catch (err) {
   process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);

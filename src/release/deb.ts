@@ -8,10 +8,11 @@
 //   /lib/systemd/system/sluice.service, sluice(8), /usr/share/doc/sluice/{copyright,changelog.Debian.gz,README.md}
 // and the maintainer scripts of packaging/deb. docs/operations.md "Running as a service" explains them.
 
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { join, relative } from "node:path";
+import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { PACKAGE_MARKER, type PackageMarker } from "../upgrade/layout.js";
 import { stageProgram } from "./build.js";
@@ -31,6 +32,8 @@ export interface DebOptions {
   systemNode?: boolean;
   /** dpkg-deb's compression (default xz, as Debian's archive). */
   compression?: DebCompression;
+  /** dpkg-deb's compression level (its default: 9 for gzip, 6 for xz); the tests build with 1. */
+  compressionLevel?: number;
   /** "Name <address>" (default: DEBFULLNAME/DEBEMAIL, else the project's). */
   maintainer?: string;
   /** The date of the changelog entry and man page (default: SOURCE_DATE_EPOCH, else now). */
@@ -50,6 +53,8 @@ export const MIN_NODE = "20.19";
 /** Depends when dpkg-shlibdeps cannot tell (no dpkg-dev): what an official Node 20 binary and the addons need. */
 const FALLBACK_SHLIBS = "libc6 (>= 2.28), libgcc-s1 (>= 3.0), libstdc++6 (>= 10)";
 const DEFAULT_MAINTAINER = "Sluice developers <sluice-dns@users.noreply.github.com>";
+
+const run = promisify(execFile);
 
 /** Debian's name for this machine's architecture. */
 export function debianArch(arch: string = process.arch): string {
@@ -100,15 +105,17 @@ function normaliseModes(dir: string, elves: string[] = []): string[] {
 }
 
 /** dpkg-shlibdeps' Depends for the ELF files, or the fallback where dpkg-dev is missing. */
-function sharedLibraryDepends(staging: string, elves: string[]): string {
+async function sharedLibraryDepends(staging: string, elves: string[]): Promise<string> {
   if (elves.length === 0) return "";
   const work = mkdtempSync(join(staging, "..", ".shlibdeps-"));
   try {
     mkdirSync(join(work, "debian"));
     writeFileSync(join(work, "debian", "control"), "Source: sluice\n\nPackage: sluice\nArchitecture: any\n");
-    const run = spawnSync("dpkg-shlibdeps", ["-O", "--ignore-missing-info", ...elves.map((e) => `-e${e}`)], { cwd: work, encoding: "utf8" });
-    const line = run.status === 0 ? /^shlibs:Depends=(.*)$/m.exec(run.stdout)?.[1] : undefined;
-    return line ?? FALLBACK_SHLIBS;
+    const out = await run("dpkg-shlibdeps", ["-O", "--ignore-missing-info", ...elves.map((e) => `-e${e}`)], { cwd: work, encoding: "utf8" }).then(
+      (r) => r.stdout,
+      () => "",
+    );
+    return /^shlibs:Depends=(.*)$/m.exec(out)?.[1] ?? FALLBACK_SHLIBS;
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -166,7 +173,7 @@ function put(staging: string, path: string, content: string | Buffer, mode = 0o6
 }
 
 /** Builds the .deb into `outDir` (dpkg-deb must be installed). */
-export function buildDeb(o: DebOptions): BuiltDeb {
+export async function buildDeb(o: DebOptions): Promise<BuiltDeb> {
   const pkg = JSON.parse(readFileSync(join(o.root, "package.json"), "utf8")) as { version: string; description?: string };
   const upstream = o.version ?? pkg.version;
   const version = `${upstream}-${o.revision ?? "1"}`;
@@ -193,13 +200,13 @@ export function buildDeb(o: DebOptions): BuiltDeb {
     put(staging, "usr/bin/sluice", launcher, 0o755);
     put(staging, "etc/sluice/sluice.yaml", readFileSync(join(files, "sluice.yaml")));
     put(staging, "lib/systemd/system/sluice.service", readFileSync(join(files, "sluice.service")));
-    put(staging, "usr/share/man/man8/sluice.8.gz", gzipSync(manPage(o.root, upstream, date), { level: 9 }));
+    put(staging, "usr/share/man/man8/sluice.8.gz", gzipSync(await manPage(o.root, upstream, date), { level: 9 }));
     put(staging, "usr/share/doc/sluice/copyright", copyright(o.root, !systemNode, date.getUTCFullYear()));
     put(staging, "usr/share/doc/sluice/changelog.Debian.gz", gzipSync(changelog(version, maintainer, date, systemNode), { level: 9 }));
     if (existsSync(join(o.root, "README.md"))) put(staging, "usr/share/doc/sluice/README.md", readFileSync(join(o.root, "README.md")));
     put(staging, "usr/share/lintian/overrides/sluice", lintianOverrides(systemNode));
 
-    const depends = ["adduser", sharedLibraryDepends(staging, elves), systemNode ? `nodejs (>= ${MIN_NODE})` : ""].filter((d) => d !== "").join(", ");
+    const depends = ["adduser", await sharedLibraryDepends(staging, elves), systemNode ? `nodejs (>= ${MIN_NODE})` : ""].filter((d) => d !== "").join(", ");
     const control = [
       "Package: sluice",
       `Version: ${version}`,
@@ -226,7 +233,7 @@ export function buildDeb(o: DebOptions): BuiltDeb {
 
     const file = join(o.outDir, `sluice_${version}_${arch}.deb`);
     const compression = o.compression ?? "xz";
-    execFileSync("dpkg-deb", ["--root-owner-group", `-Z${compression}`, "--build", staging, file], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, SOURCE_DATE_EPOCH: String(Math.floor(date.getTime() / 1000)) } });
+    await run("dpkg-deb", ["--root-owner-group", `-Z${compression}`, ...(o.compressionLevel === undefined ? [] : [`-z${o.compressionLevel}`]), "--build", staging, file], { env: { ...process.env, SOURCE_DATE_EPOCH: String(Math.floor(date.getTime() / 1000)) } });
     return { file, version, arch, control };
   } finally {
     rmSync(staging, { recursive: true, force: true });
