@@ -77,6 +77,10 @@ interface PackageJson {
   license?: string | { type?: string };
 }
 
+function licenceName(license: PackageJson["license"]): string | undefined {
+  return typeof license === "string" ? license : license?.type;
+}
+
 /** Sluice's licence text, then every bundled npm package (and Node itself when bundled) with its licence. */
 export function copyright(root: string, bundledNode: boolean, year: number): string {
   const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as PackageJson;
@@ -87,7 +91,7 @@ export function copyright(root: string, bundledNode: boolean, year: number): str
     "",
     "Files: /usr/lib/sluice/dist, /usr/bin/sluice, /etc/sluice, the unit and these documents",
     `Copyright (C) ${year} the Sluice contributors`,
-    `License: ${pkg.license ?? "MIT"}`,
+    `License: ${licenceName(pkg.license) ?? "MIT"}`,
     "",
     ...(licenceFile ? readFileSync(licenceFile, "utf8").trimEnd().split("\n").map((l) => ` ${l.trim() === "" ? "." : l}`) : MIT_TEXT.split("\n").map((l) => ` ${l === "" ? "." : l}`)),
     "",
@@ -98,7 +102,7 @@ export function copyright(root: string, bundledNode: boolean, year: number): str
     const file = join(root, dir, "package.json");
     if (!existsSync(file)) continue;
     const p = JSON.parse(readFileSync(file, "utf8")) as PackageJson;
-    const licence = typeof p.license === "string" ? p.license : (p.license?.type ?? "see its directory");
+    const licence = licenceName(p.license) ?? "see its directory";
     lines.push(` ${p.name ?? dir} ${p.version ?? ""}: ${licence}`);
   }
   if (bundledNode) {

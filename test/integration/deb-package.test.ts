@@ -2,12 +2,12 @@
 // (beforeAll; lintian starts on it at once and is read last); its contents and control fields are checked,
 // lintian has nothing left to say, then as root it is installed with dpkg -i, /usr/bin/sluice is
 // started the way sluice.service starts it (the sluice user, only CAP_NET_BIND_SERVICE, through
-// setpriv) on port 53 of a loopback address of the test's own, dig gets answers, SIGHUP reloads,
-// the self-upgrade says upgrade_managed_by_package, SIGTERM stops it, the unit passes
-// `systemd-analyze verify`, and `dpkg --purge` leaves no file behind.
-import { execFile } from "node:child_process";
+// setpriv) on port 53 of a loopback address of the test's own, tells $NOTIFY_SOCKET it is ready,
+// dig gets answers, SIGHUP reloads, the self-upgrade says upgrade_managed_by_package, SIGTERM
+// stops it, the unit passes `systemd-analyze verify`, and `dpkg --purge` leaves no file behind.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createSocket } from "node:dgram";
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -26,6 +26,8 @@ let deb: BuiltDeb;
 let lintian: Promise<{ code: number; stdout: string; stderr: string }>;
 let before: Set<string>;
 let sluice: RunningCli | null = null;
+let receiver: ChildProcess | null = null;
+let notifyDir = "";
 
 /** Where the package puts files, and where its scripts could leave some (dpkg's own records aside). */
 const WATCHED = ["/etc", "/usr/bin", "/usr/sbin", "/usr/lib/sluice", "/usr/share/doc", "/usr/share/man", "/usr/share/lintian", "/lib/systemd/system", "/usr/lib/systemd/system", "/var/lib"];
@@ -89,6 +91,27 @@ async function port53Free(address: string): Promise<boolean> {
   });
 }
 
+/**
+ * systemd's side of Type=notify: a unix datagram socket ($NOTIFY_SOCKET) that prints each message
+ * and closes the barrier descriptor systemd-notify waits on, as the service manager does.
+ */
+const NOTIFY_RECEIVER = `
+import array, os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
+print("listening", flush=True)
+while True:
+    msg, anc, _, _ = s.recvmsg(4096, socket.CMSG_SPACE(16 * 4))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds = array.array("i")
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+            for fd in fds:
+                os.close(fd)
+    print(msg.decode().replace("\\n", " "), flush=True)
+`;
+
 async function dig(address: string, ...args: string[]): Promise<string> {
   return (await run(requireTool("dig"), [`@${address}`, "+time=2", "+tries=1", ...args])).stdout.trim();
 }
@@ -111,6 +134,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (sluice && sluice.child.exitCode === null) sluice.child.kill("SIGKILL");
+  receiver?.kill();
+  if (notifyDir) rmSync(notifyDir, { recursive: true, force: true });
   if (await installed()) await dpkg(["--purge", "sluice"]);
   await lintian.catch(() => undefined);
   rmSync(work, { recursive: true, force: true });
@@ -170,7 +195,7 @@ describe("the Debian package", () => {
     expect(verify.stderr).toBe("");
   }, 60_000);
 
-  test("started as the unit starts it (the sluice user, CAP_NET_BIND_SERVICE only) on port 53 of a loopback address: answers, SIGHUP reload, no self-upgrade, stops on SIGTERM", async () => {
+  test("started as the unit starts it (the sluice user, CAP_NET_BIND_SERVICE only) on port 53 of a loopback address: READY=1 on $NOTIFY_SOCKET, answers, SIGHUP reload, no self-upgrade, stops on SIGTERM", async () => {
     let address = "127.0.5.3";
     for (let i = 4; !(await port53Free(address)); i++) address = `127.0.5.${i}`;
     const conf = readFileSync("/etc/sluice/sluice.yaml", "utf8");
@@ -178,14 +203,32 @@ describe("the Debian package", () => {
     const changed = conf.replaceAll("listen: 127.0.0.1:53", `listen: ${address}:53`).replace("http: 127.0.0.1:9080", "http: 127.0.0.1:0");
     expect(changed.split("\n").filter((l, i) => l !== conf.split("\n")[i])).toHaveLength(3);
     writeFileSync("/etc/sluice/sluice.yaml", changed);
+    // The notify socket where the sluice user reaches it (the test's temporary directory is root's alone).
+    notifyDir = mkdtempSync("/run/sluice-test-notify-");
+    chmodSync(notifyDir, 0o755);
+    const notifySocket = join(notifyDir, "notify");
+    receiver = spawn(requireTool("python3"), ["-c", NOTIFY_RECEIVER, notifySocket]);
+    let notified = "";
+    receiver.stdout?.on("data", (d: Buffer) => (notified += d.toString()));
+    const until = async (what: string, done: () => boolean): Promise<void> => {
+      const end = Date.now() + 15_000;
+      while (!done()) {
+        if (Date.now() > end) throw new Error(`${what} not seen; notify socket got: ${notified}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await until("the notify receiver", () => notified.includes("listening"));
     sluice = startCli(["-c", "/etc/sluice/sluice.yaml", "-d", "/var/lib/sluice"], {
       launcher: "/usr/bin/sluice",
       cwd: "/var/lib/sluice",
-      env: { NOTIFY_SOCKET: "" },
+      env: { NOTIFY_SOCKET: notifySocket },
       wrapper: ["setpriv", "--reuid", "sluice", "--regid", "sluice", "--init-groups", "--inh-caps", "+net_bind_service", "--ambient-caps", "+net_bind_service", "--bounding-set", "-all,+net_bind_service", "--no-new-privs"],
     });
     await sluice.waitForLog((l) => l.msg === "sluice started", 30_000);
     const api = `http://127.0.0.1:${String((await sluice.waitForLog((l) => l.msg === "management API listening")).port)}`;
+    // Readiness (Type=notify): READY=1 once it serves, through systemd-notify.
+    await until("READY=1", () => notified.includes(`READY=1 STATUS=serving (sluice ${VERSION})`));
+    receiver.kill();
 
     const status = readFileSync(`/proc/${sluice.child.pid}/status`, "utf8");
     const caps = (name: string): string => new RegExp(`^${name}:\\s*([0-9a-f]+)$`, "m").exec(status)?.[1] ?? "";
