@@ -22,6 +22,7 @@ import { ConfigError, formatDiagnostic } from "./config/diagnostics.js";
 import { LOG_LEVELS, type LogLevel } from "./config/schema.js";
 import { createCatalog } from "./plugins/catalog.js";
 import { PluginInitError } from "./registry/runtime.js";
+import { notifyReady } from "./app/sd-notify.js";
 
 const HELP = `sluice ${VERSION} — a DNS policy engine
 
@@ -63,7 +64,9 @@ A replica of a primary (start only):
                            the whole pull ends within this, or counts as failed (default ${DEFAULT_TIMEOUT})
 
 check exits 0 when the configuration is valid, 1 with every problem listed otherwise.
-SIGINT and SIGTERM stop the service gracefully.
+SIGINT and SIGTERM stop the service gracefully. SIGHUP reloads the configuration file, as
+POST /api/reload does (systemctl reload sluice sends it). Started by systemd with Type=notify
+(NOTIFY_SOCKET set), the service reports itself ready with systemd-notify once it serves.
 `;
 
 interface Options {
@@ -298,6 +301,16 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  // SIGHUP: the reload POST /api/reload asks for (same event, same guards); before serving, nothing to reload.
+  process.on("SIGHUP", () => {
+    if (!app) return;
+    try {
+      app.requestReload();
+      app.log.info({ target: "config" }, "SIGHUP: reload requested");
+    } catch (err) {
+      app.log.warn({ target: "config", err: describe(err) }, "SIGHUP: reload refused");
+    }
+  });
   const trial = upgradeStart.trial && installDir !== null ? { trial: upgradeStart.trial, installDir, originalCwd } : null;
   try {
     app = await App.start({ configPath, baseDir: opts.dir, logLevel: opts.level, upgradeRestored: upgradeStart.restored, upgradeTrial: trial, follow });
@@ -314,6 +327,7 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   if (signals > 0) void app.stop();
+  else void notifyReady(`serving (sluice ${VERSION})`, app.log);
   const outcome = await app.done;
   if (outcome.error) process.stderr.write(`error: ${outcome.error}\n`);
   if (outcome.restart) return handOver(originalCwd, app.log);

@@ -78,6 +78,8 @@ export const ERROR_STATUS = {
   upgrade_in_progress: 409,
   upgrade_not_installed: 409,
   upgrade_not_configured: 409,
+  // Installed by a distribution package (sluice-package.json beside the program): apt upgrades it.
+  upgrade_managed_by_package: 409,
   body_too_large: 413,
   // Too many failed sign-ins from this address or for this user: Retry-After says when to try again.
   too_many_attempts: 429,

@@ -196,7 +196,7 @@ export const upgradeAcceptedSchema = { type: "object", required: ["ok", "action"
 
 export const upgradeStatusSchema = {
   type: "object",
-  required: ["ok", "state", "started_at_ms", "completed_at_ms", "error", "installed_version", "restart_required", "current_version", "target_version", "installed_release"],
+  required: ["ok", "state", "started_at_ms", "completed_at_ms", "error", "installed_version", "restart_required", "current_version", "target_version", "installed_release", "managed_by_package"],
   properties: {
     ok: { type: "boolean", description: "false only when state is failed" },
     state: { type: "string", enum: ["idle", "running", "restarting", "completed", "skipped", "failed"] },
@@ -208,5 +208,6 @@ export const upgradeStatusSchema = {
     current_version: { type: "string", description: "The version this process runs" },
     target_version: nullableStr,
     installed_release: { type: "boolean", description: "true when this process runs from an installed release (or upgrade.install_dir is set), so apply can work; false: apply answers 409 upgrade_not_installed" },
+    managed_by_package: { type: "boolean", description: "true when a distribution package (the .deb) installed this program: apply answers 409 upgrade_managed_by_package, the package manager upgrades it" },
   },
 } as const;

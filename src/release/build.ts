@@ -48,13 +48,17 @@ export function productionPackages(root: string): string[] {
     .map(([path]) => path);
 }
 
+/** How staged files are made: hard links to the checkout (the tarball), or copies (the .deb, whose modes are set). */
+export type StageMode = "link" | "copy";
+
 /**
  * Mirrors a tree into the staging directory: directories made, files hard-linked (copied when the
- * staging directory is on another file system), only where `keep(path parts, is a directory)` says so.
- * Linking instead of copying saves most of the build (~7 700 files, several seconds of copying);
- * nothing in the staging tree is written to, and tar is told not to store links (see `create` below).
+ * staging directory is on another file system, or when `mode` is "copy"), only where
+ * `keep(path parts, is a directory)` says so. Linking instead of copying saves most of the build
+ * (~7 700 files, several seconds of copying); nothing in a linked staging tree is written to, and
+ * tar is told not to store links (see `create` below).
  */
-function mirror(from: string, to: string, keep: (rel: string[], isDir: boolean) => boolean = () => true, rel: string[] = []): void {
+function mirror(from: string, to: string, keep: (rel: string[], isDir: boolean) => boolean = () => true, rel: string[] = [], mode: StageMode = "link"): void {
   mkdirSync(to, { recursive: true });
   for (const entry of readdirSync(from, { withFileTypes: true })) {
     const src = join(from, entry.name);
@@ -63,8 +67,12 @@ function mirror(from: string, to: string, keep: (rel: string[], isDir: boolean) 
     if (entry.isSymbolicLink()) throw new Error(`${src} is a symbolic link; a release holds regular files only`);
     if (!keep(path, entry.isDirectory())) continue;
     if (entry.isDirectory()) {
-      mirror(src, dst, keep, path);
+      mirror(src, dst, keep, path, mode);
     } else if (entry.isFile()) {
+      if (mode === "copy") {
+        copyFileSync(src, dst);
+        continue;
+      }
       try {
         linkSync(src, dst);
       } catch (err) {
@@ -75,18 +83,25 @@ function mirror(from: string, to: string, keep: (rel: string[], isDir: boolean) 
   }
 }
 
+/** A package's own development files, left out of the .deb (`prune`): nothing requires them at run time. */
+const DEV_DIRS = new Set(["test", "tests", "__tests__", "spec", "integration", "benchmark", "benchmarks", "bench", "example", "examples", "docs", ".github", ".husky", "scripts"]);
+/** Repository and documentation files; licence files stay. */
+const DEV_FILE = /^(?:\.gitattributes|\.npmignore|\.eslintrc(?:\..*)?|\.editorconfig|\.travis\.yml|\.prettierrc.*|.*\.html|(?:readme|changelog|history|security|contributing)(?:\.md|\.markdown|\.txt)?)$/i;
+
 /** Mirrors one package: its nested node_modules are packages of their own; native ones keep only the built addon. */
-function copyPackage(from: string, to: string): void {
+function copyPackage(from: string, to: string, mode: StageMode, prune: boolean): void {
   const native = existsSync(join(from, "binding.gyp"));
-  mirror(from, to, (parts, isDir) => {
+  const keep = (parts: string[], isDir: boolean): boolean => {
     if (parts[0] === "node_modules" || parts.includes(".bin")) return false;
+    if (prune && ((isDir && parts.length === 1 && DEV_DIRS.has(parts[0])) || (!isDir && DEV_FILE.test(parts[parts.length - 1])))) return false;
     if (native && (parts[0] === "deps" || parts[0] === "src")) return false;
     if (native && parts[0] === "build") {
       const rel = parts.join("/");
       return isDir ? parts.length <= 2 && (parts.length === 1 || parts[1] === "Release") : parts.length === 3 && parts[1] === "Release" && rel.endsWith(".node") && !rel.endsWith("test_extension.node");
     }
     return true;
-  });
+  };
+  mirror(from, to, keep, [], mode);
 }
 
 /** tar's hard-link detection off: every staged file is a link to the checkout, each stored as a file. */
@@ -100,6 +115,28 @@ function sha256(file: string): string {
   return createHash("sha256").update(readFileSync(file)).digest("hex");
 }
 
+/**
+ * The program itself into `top`: dist/ (the compiled code and the built WebUI), package.json with
+ * `version`, the production node_modules (native addons as built here; with `prune`, without their
+ * tests, examples and repository files) and config/. The release tarball and the Debian package
+ * (src/release/deb.ts) both start from this.
+ */
+export function stageProgram(root: string, top: string, version: string, mode: StageMode, prune = false): void {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as Record<string, unknown>;
+  if (!existsSync(join(root, "dist", "src", "cli.js"))) throw new Error(`${join(root, "dist")} is not built; run npm run build first`);
+  for (const d of ["src", "machines", "actors", "webui"]) if (existsSync(join(root, "dist", d))) mirror(join(root, "dist", d), join(top, "dist", d), undefined, [], mode);
+  const { devDependencies: _dev, scripts: _scripts, ...shipped } = pkg;
+  writeFileSync(join(top, "package.json"), JSON.stringify({ ...shipped, version }, null, 2) + "\n");
+  for (const p of productionPackages(root)) {
+    const from = join(root, p);
+    // Optional dependencies for other platforms are not installed here.
+    if (existsSync(from)) copyPackage(from, join(top, p), mode, prune);
+  }
+  mirror(join(root, "config"), join(top, "config"), undefined, [], mode);
+  const webui = join(root, "webui", "dist");
+  if (existsSync(webui)) mirror(webui, join(top, "webui"), undefined, [], mode);
+}
+
 /** Builds the artefact and the release JSON into `outDir`. */
 export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
   const pkg = JSON.parse(readFileSync(join(o.root, "package.json"), "utf8")) as Record<string, unknown> & { version: string };
@@ -111,17 +148,7 @@ export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
   const staging = mkdtempSync(join(o.outDir, ".staging-"));
   try {
     const top = join(staging, artefactRoot(version));
-    for (const d of ["src", "machines", "actors"]) if (existsSync(join(o.root, "dist", d))) mirror(join(o.root, "dist", d), join(top, "dist", d));
-    const { devDependencies: _dev, scripts: _scripts, ...shipped } = pkg;
-    writeFileSync(join(top, "package.json"), JSON.stringify({ ...shipped, version }, null, 2) + "\n");
-    for (const p of productionPackages(o.root)) {
-      const from = join(o.root, p);
-      // Optional dependencies for other platforms are not installed here.
-      if (existsSync(from)) copyPackage(from, join(top, p));
-    }
-    mirror(join(o.root, "config"), join(top, "config"));
-    const webui = join(o.root, "webui", "dist");
-    if (existsSync(webui)) mirror(webui, join(top, "webui"));
+    stageProgram(o.root, top, version, "link");
     for (const doc of ["README.md", "LICENSE"]) if (existsSync(join(o.root, doc))) copyFileSync(join(o.root, doc), join(top, doc));
     if (existsSync(join(o.root, "docs"))) mirror(join(o.root, "docs"), join(top, "docs"));
     mkdirSync(join(top, "bin"), { recursive: true });

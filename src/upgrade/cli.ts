@@ -10,6 +10,7 @@ import { createLogger } from "../observability/logger.js";
 import { applyUpgrade, checkUpgrade, rollbackInstall, NotInstalledError } from "./engine.js";
 import { parseOptions, UsageError, type OptionSpec } from "../cli-args.js";
 import { resolveOptions, type ShellOverrides, type UpgradeRequest } from "./options.js";
+import { packageMarker } from "./layout.js";
 
 export const UPGRADE_HELP = `Usage:
   sluice upgrade check    [-c FILE] [-d DIR] [options]   compare the newest release with this one
@@ -69,6 +70,8 @@ export async function runUpgradeCommand(argv: string[], env: NodeJS.ProcessEnv =
     if (r.release_url) print(`release: ${r.release_url}`);
     return 0;
   }
+  const marker = packageMarker();
+  if (marker) throw new Error(`upgrade_managed_by_package: this installation belongs to the ${marker.manager} package ${marker.package} ${marker.version}; upgrade or downgrade it with the package manager (apt), not with sluice upgrade ${p.action}`);
   if (options.installDir === null) throw new NotInstalledError();
   if (p.action === "rollback") {
     const r = await rollbackInstall(options.installDir);

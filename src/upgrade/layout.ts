@@ -21,6 +21,24 @@ export function installLayout(dir: string): InstallLayout {
   return { dir, releases: join(dir, "releases"), current: join(dir, "current"), previous: join(dir, "previous"), state: join(dir, "upgrade") };
 }
 
+/** The file a distribution package puts beside the program (/usr/lib/sluice/sluice-package.json). */
+export const PACKAGE_MARKER = "sluice-package.json";
+
+export interface PackageMarker {
+  /** The package manager that owns these files: upgrades come from it. */
+  manager: string;
+  package: string;
+  version: string;
+  /** "bundled": /usr/lib/sluice/node; "system": the distribution's nodejs. */
+  node: "bundled" | "system";
+}
+
+/** The marker of a distribution package around this program, or null when it was not installed by one. */
+export function packageMarker(root: string = PACKAGE_ROOT): PackageMarker | null {
+  const marker = readJson<PackageMarker>(join(root, PACKAGE_MARKER));
+  return marker !== null && typeof marker.manager === "string" ? marker : null;
+}
+
 /** A version is a directory name here: semver text only, so no tag can name a path. */
 export function isVersionName(v: string): boolean {
   return /^[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$/.test(v) && !v.includes("..");

@@ -45,9 +45,10 @@ export interface RunningCli {
 /**
  * Starts `sluice start ...` and follows its JSON log on stdout. `openFiles` starts it under
  * `ulimit -n` (through sh, which execs node: the child's pid is node's); `launcher` runs an
- * installed release's bin/sluice instead of the checkout's dist/.
+ * installed release's bin/sluice instead of the checkout's dist/; `wrapper` runs all that through
+ * another program (e.g. setpriv, as the Debian package's unit starts it).
  */
-export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; openFiles?: number; launcher?: string } = {}): RunningCli {
+export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; openFiles?: number; launcher?: string; wrapper?: string[] } = {}): RunningCli {
   const argv = [CLI, "start", ...args];
   const [command, commandArgs] =
     options.launcher !== undefined
@@ -55,7 +56,9 @@ export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.P
       : options.openFiles === undefined
         ? [process.execPath, argv]
         : ["/bin/sh", ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv]];
-  const child = spawn(command, commandArgs, { cwd: options.cwd, env: { ...process.env, ...options.env } });
+  // `wrapper`: a program that runs the command (setpriv ... as a service user), execing it: the pid stays.
+  const [file, fileArgs] = options.wrapper ? [options.wrapper[0], [...options.wrapper.slice(1), command, ...commandArgs]] : [command, commandArgs];
+  const child = spawn(file, fileArgs, { cwd: options.cwd, env: { ...process.env, ...options.env } });
   const logs: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
   let partial = "";

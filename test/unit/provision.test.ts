@@ -9,7 +9,7 @@ import { expect, test } from "vitest";
 import { requireTool } from "../helpers/tools.js";
 
 const SCRIPT = join(import.meta.dirname, "..", "provision.mjs");
-const COMMANDS = ["dig", "kdig", "unbound", "openssl", "curl", "jq", "promtool", "chromium", "redis-server", "redis-cli", "dnsdist"];
+const COMMANDS = ["dig", "kdig", "unbound", "openssl", "curl", "jq", "promtool", "chromium", "redis-server", "redis-cli", "dnsdist", "lintian", "dpkg-shlibdeps", "systemd-analyze"];
 
 /** Runs the script with a PATH holding links to every listed command but `without`. */
 function provision(without: string | null): { status: number | null; stdout: string; stderr: string } {

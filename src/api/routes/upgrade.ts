@@ -5,14 +5,15 @@
 // refused on a listener others can reach without auth (403 upgrade_requires_auth), without an
 // `upgrade` section (409 upgrade_not_configured), and for bodies naming a source (repository,
 // socks5, ...: 400 upgrade_field_not_allowed). The body's release_host_token goes into the task's
-// settings only.
+// settings only. Installed by a distribution package (src/upgrade/layout.ts packageMarker), apply
+// answers 409 upgrade_managed_by_package: the package manager owns the files.
 
 import { bodyField } from "../../registry/control.js";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { sendIfAccepted } from "../../../actors/ask.js";
 import { upgradeRestartRequired, upgradeState, type UpgradeEvent } from "../../../machines/upgrade.machine.js";
 import { checkUpgrade } from "../../upgrade/engine.js";
-import { detectInstallDir } from "../../upgrade/layout.js";
+import { detectInstallDir, packageMarker } from "../../upgrade/layout.js";
 import { resolveOptions, sourceField, upgradeRequestSchema, UpgradeConfigError, UpgradeNotConfiguredError, type UpgradeOptions, type UpgradeRequest } from "../../upgrade/options.js";
 import { VERSION } from "../../version.js";
 import { ApiError, errorResponses } from "../errors.js";
@@ -32,6 +33,17 @@ function checkAccess(access: ApiAccess): void {
     "upgrade_requires_auth",
     "upgrade routes are refused on a non-loopback API listener without authentication: anyone who reaches it could install code; set api.http.auth (or TLS client certificates), or listen on 127.0.0.1",
   );
+}
+
+/** Installed by a package manager: it owns /usr/lib/sluice, so the self-upgrade never writes there. */
+function checkNotPackaged(): void {
+  const marker = packageMarker();
+  if (marker) {
+    throw new ApiError(
+      "upgrade_managed_by_package",
+      `this installation belongs to the ${marker.manager} package ${marker.package} ${marker.version}: upgrade it with the package manager (apt install ./sluice_<version>_<arch>.deb, or apt upgrade), not through Sluice`,
+    );
+  }
 }
 
 /** A body naming where code comes from is refused before anything else looks at it. */
@@ -66,6 +78,7 @@ export function statusRecord(host: ApiHost): Record<string, unknown> {
     target_version: c.target_version,
     // The same test apply makes, so a client can tell before asking whether apply can work.
     installed_release: detectInstallDir(host.upgradeSettings()?.install_dir, host.baseDir) !== null,
+    managed_by_package: packageMarker() !== null,
   };
 }
 
@@ -112,13 +125,17 @@ export function registerUpgradeRoutes(api: FastifyInstance, { host, access, sche
       "/api/upgrade/apply",
       {
         ...common,
+        preValidation: async (req) => {
+          await preValidation(req);
+          checkNotPackaged();
+        },
         config: { audit: (req) => `upgrade to ${bodyField(req.body, "version") || "the newest release"}` },
         schema: {
           role: "admin",
           summary: "Start an upgrade task: download, verify, unpack, smoke-test, switch, restart (poll /api/upgrade/status)",
           tags: ["upgrade"],
           body: upgradeRequestSchema,
-          response: { 202: upgradeAcceptedSchema, ...errorResponses(...refusals, "upgrade_in_progress", "upgrade_not_installed") },
+          response: { 202: upgradeAcceptedSchema, ...errorResponses(...refusals, "upgrade_in_progress", "upgrade_not_installed", "upgrade_managed_by_package") },
         },
       },
       async (req, reply) => {
