@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowFirstSequencer from "./test/slow-first-sequencer.js";
 import SlowestFilesReporter from "./test/slowest-reporter.js";
 
 /**
@@ -31,6 +32,7 @@ export default defineConfig({
     // Tests marked concurrent (the model tests' paths, each its own child process) run two at a time.
     maxConcurrency: 2,
     reporters: ["default", new SlowestFilesReporter()],
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         extends: true,

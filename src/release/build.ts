@@ -85,8 +85,11 @@ function mirror(from: string, to: string, keep: (rel: string[], isDir: boolean) 
 
 /** A package's own development files, left out of the .deb (`prune`): nothing requires them at run time. */
 const DEV_DIRS = new Set(["test", "tests", "__tests__", "spec", "integration", "benchmark", "benchmarks", "bench", "example", "examples", "docs", ".github", ".husky", "scripts"]);
-/** Repository and documentation files; licence files stay. */
-const DEV_FILE = /^(?:\.gitattributes|\.npmignore|\.eslintrc(?:\..*)?|\.editorconfig|\.travis\.yml|\.prettierrc.*|.*\.html|(?:readme|changelog|history|security|contributing)(?:\.md|\.markdown|\.txt)?)$/i;
+/**
+ * Repository and documentation files, TypeScript sources and declarations, source maps (half the files
+ * of node_modules: Node runs none of them, and lintian and dpkg pay for each); licence files stay.
+ */
+const DEV_FILE = /^(?:\.gitattributes|\.npmignore|\.eslintrc(?:\..*)?|\.editorconfig|\.travis\.yml|\.prettierrc.*|.*\.html|.*\.(?:[mc]?ts|map)|(?:readme|changelog|history|security|contributing)(?:\.md|\.markdown|\.txt)?)$/i;
 
 /** Mirrors one package: its nested node_modules are packages of their own; native ones keep only the built addon. */
 function copyPackage(from: string, to: string, mode: StageMode, prune: boolean): void {
