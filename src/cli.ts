@@ -131,79 +131,14 @@ function report(err: unknown): void {
   }
 }
 
-async function upgrade(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(UPGRADE_HELP);
-    return argv.length === 0 ? 2 : 0;
-  }
-  try {
-    return await runUpgradeCommand(argv);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`error: ${err.message}\n\n${UPGRADE_HELP}`);
-      return 2;
-    }
-    report(err);
-    return 1;
-  }
-}
-
-async function probe(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(PROBE_HELP);
-    return argv.length === 0 ? 2 : 0;
-  }
-  try {
-    return await runProbeCommand(argv);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`error: ${err.message}\n\n${PROBE_HELP}`);
-      return 2;
-    }
-    report(err);
-    return 1;
-  }
-}
-
-async function importCommand(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(IMPORT_HELP);
-    return argv.length === 0 ? 2 : 0;
-  }
-  try {
-    return await runImportCommand(argv);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`error: ${err.message}\n\n${IMPORT_HELP}`);
-      return 2;
-    }
-    report(err);
-    return 1;
-  }
-}
-
-async function passwd(argv: string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(PASSWD_HELP);
-    return 0;
-  }
-  try {
-    return await runPasswdCommand(argv);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`error: ${err.message}\n\n${PASSWD_HELP}`);
-      return 2;
-    }
-    report(err);
-    return 1;
-  }
-}
-
-/** `sluice backup` and `sluice restore`: their help, usage mistakes (2) and refusals (1). */
-async function backupOrRestore(argv: string[], help: string, run: (argv: string[]) => Promise<number>): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
+/**
+ * A subcommand: its help (`--help`; also, with exit 2, when it needs arguments and got none), usage
+ * mistakes (exit 2, with the help) and refusals (exit 1).
+ */
+async function subcommand(argv: string[], help: string, run: (argv: string[]) => Promise<number>, needsArguments: boolean): Promise<number> {
+  if ((needsArguments && argv.length === 0) || argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(help);
-    return 0;
+    return argv.length === 0 && needsArguments ? 2 : 0;
   }
   try {
     return await run(argv);
@@ -217,6 +152,16 @@ async function backupOrRestore(argv: string[], help: string, run: (argv: string[
   }
 }
 
+/** Subcommands by name: help, runner, and whether no argument at all is a usage mistake. */
+const SUBCOMMANDS: Record<string, [help: string, run: (argv: string[]) => Promise<number>, needsArguments: boolean]> = {
+  upgrade: [UPGRADE_HELP, runUpgradeCommand, true],
+  probe: [PROBE_HELP, runProbeCommand, true],
+  import: [IMPORT_HELP, runImportCommand, true],
+  passwd: [PASSWD_HELP, runPasswdCommand, false],
+  backup: [BACKUP_HELP, runBackupCommand, false],
+  restore: [RESTORE_HELP, runRestoreCommand, false],
+};
+
 /** Runs the program again (or leaves that to the supervisor); the exit status of this process. */
 function handOver(originalCwd: string, log?: App["log"]): number {
   const h: Handover = replaceProcess(originalCwd);
@@ -227,12 +172,8 @@ function handOver(originalCwd: string, log?: App["log"]): number {
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === "upgrade") return upgrade(argv.slice(1));
-  if (argv[0] === "probe") return probe(argv.slice(1));
-  if (argv[0] === "passwd") return passwd(argv.slice(1));
-  if (argv[0] === "backup") return backupOrRestore(argv.slice(1), BACKUP_HELP, runBackupCommand);
-  if (argv[0] === "restore") return backupOrRestore(argv.slice(1), RESTORE_HELP, runRestoreCommand);
-  if (argv[0] === "import") return importCommand(argv.slice(1));
+  const sub = argv[0] !== undefined && Object.hasOwn(SUBCOMMANDS, argv[0]) ? SUBCOMMANDS[argv[0]] : undefined;
+  if (sub) return subcommand(argv.slice(1), ...sub);
   let opts: ReturnType<typeof parseCommandLine>;
   try {
     opts = parseCommandLine(argv);
