@@ -4,10 +4,11 @@ import SlowestFilesReporter from "./test/slowest-reporter.js";
 
 /**
  * Files that measure time or memory under load: DNS latency and gaps while something heavy runs (load
- * tests, configuration and upgrade limits), a child's RSS. They run after the rest, two at a time. (The
- * browser tests run with the rest: their waits are for what the page shows, bounded at 10 s, not timings.)
+ * tests, configuration and upgrade limits), a child's RSS, and the browser tests' waits. They run after
+ * the rest, two at a time.
  */
 const TIMED = [
+  "test/browser/**/*.test.ts",
   "test/integration/*-load.test.ts",
   "test/integration/cache-load-dump-load.test.ts",
   "test/integration/api-config-limits.test.ts",
