@@ -33,7 +33,11 @@ async function readPem(path: string, field: "cert" | "key", given: string): Prom
 /** The secure context for `cert`/`key`, or null when the server is not TLS. */
 export async function loadSecureContext(args: TlsArgs, resolvePath: (p: string) => string): Promise<tls.SecureContext | null> {
   if (args.cert === undefined || args.key === undefined) return null;
-  const [cert, key] = await Promise.all([readPem(resolvePath(args.cert), "cert", args.cert), readPem(resolvePath(args.key), "key", args.key)]);
+  // Read together; when both fail the certificate's problem is the one told, whichever read ended first.
+  const [certRead, keyRead] = await Promise.allSettled([readPem(resolvePath(args.cert), "cert", args.cert), readPem(resolvePath(args.key), "key", args.key)]);
+  if (certRead.status === "rejected") throw certRead.reason;
+  if (keyRead.status === "rejected") throw keyRead.reason;
+  const [cert, key] = [certRead.value, keyRead.value];
   try {
     return tls.createSecureContext({ cert, key, minVersion: "TLSv1.2" });
   } catch (err) {
