@@ -36,6 +36,8 @@ export interface AppProcedures {
   savePrimary(fetched: Fetched): Promise<ApplyResult>;
   /** The upgrade actor's work: one upgrade task (up to the switch of `current`; the restart follows), and a trial's confirm or rollback. */
   readonly upgrade: UpgradeWork;
+  /** Every event an actor of the system receives (the primary of data-plane workers fans shared changes out from here). */
+  observeEvent(target: AnyActorRef, event: { type: string }): void;
 }
 
 export type AppActor = Actor<typeof appMachine>;
@@ -177,6 +179,7 @@ export function createAppActor(app: AppProcedures, bus: Bus, input: AppInput): A
     systemId: "app",
     input,
     inspect(ev) {
+      if (ev.type === "@xstate.event") return app.observeEvent(ev.actorRef as AnyActorRef, ev.event);
       if (ev.type !== "@xstate.snapshot") return;
       const snap = ev.snapshot as AnyMachineSnapshot;
       if (snap.value === undefined || bus.listenerCount("actor.transition") === 0) return;

@@ -2,7 +2,9 @@
 // by the App (src/app/app.ts). Routes read actor snapshots and send events through it; they never
 // reach into the App, and src/api never imports src/app.
 
+import type { AnyActorRef } from "xstate";
 import type { AppActor, ConfigActor, UpgradeActor } from "../../actors/app.actor.js";
+import type { WorkersStatus } from "../app/workers/pool.js";
 import type { Bus } from "../bus.js";
 import type { SharedChange } from "../cluster/cluster.js";
 import type { RedisStatus } from "../cluster/redis.js";
@@ -65,4 +67,10 @@ export interface ApiHost {
   publishChange(change: SharedChange): void;
   /** A replica's follower of its primary's configuration (--config-from), null otherwise. */
   followStatus(): Record<string, unknown> | null;
+  /** The data-plane workers (`workers` > 1): expected, serving, restarts; null in a single process. */
+  workersStatus(): WorkersStatus | null;
+  /** Their `worker:<n>` actors, shown by /api/actors beside the app's. */
+  workerActors(): AnyActorRef[];
+  /** The Prometheus exposition: this process's, or the primary's and its workers' as one process's view. */
+  metricsText(): Promise<string>;
 }

@@ -52,7 +52,9 @@ export function buildRecord(host: ApiHost): Record<string, unknown> {
 }
 
 export function healthRecord(host: ApiHost): { body: Record<string, unknown>; ready: boolean } {
-  const ready = pluginsReady(host);
+  const workers = host.workersStatus();
+  // With data-plane workers, DNS is answered while one of them serves; fewer than expected is "degraded".
+  const ready = pluginsReady(host) && (workers === null || workers.alive > 0);
   const servers = serverCount(host);
   const serverStartup = ready && servers > 0 ? "ok" : "not_ready";
   const pluginInit = ready ? "ok" : "not_ready";
@@ -65,8 +67,15 @@ export function healthRecord(host: ApiHost): { body: Record<string, unknown>; re
       build_bundle: host.catalog.build.bundle,
       uptime_ms: uptimeMs(host),
       // Redis down leaves the instance serving from its local cache: reported, not "not_ready".
-      checks: { api: "ok", plugin_init: pluginInit, server_startup: serverStartup, ...(redis.configured ? { redis: redis.ok ? "ok" : "down" } : {}) },
+      checks: {
+        api: "ok",
+        plugin_init: pluginInit,
+        server_startup: serverStartup,
+        ...(redis.configured ? { redis: redis.ok ? "ok" : "down" } : {}),
+        ...(workers ? { workers: workers.alive === workers.expected ? "ok" : workers.alive > 0 ? "degraded" : "down" } : {}),
+      },
       plugins: { total: ready ? (host.liveRuntime()?.plugins.size ?? 0) : 0, servers },
+      ...(workers ? { workers } : {}),
     },
   };
 }

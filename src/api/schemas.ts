@@ -59,9 +59,16 @@ export const healthSchema = {
         plugin_init: str,
         server_startup: str,
         redis: { type: "string", enum: ["ok", "down"], description: "Only when Redis is configured (cache redis, cluster): down while a connection is being retried; the instance keeps serving" },
+        workers: { type: "string", enum: ["ok", "degraded", "down"], description: "Only with data-plane workers (`workers` > 1): degraded while fewer than expected serve (one is being restarted); ready as long as one serves" },
       },
     },
     plugins: { type: "object", required: ["total", "servers"], properties: { total: int, servers: int } },
+    workers: {
+      type: "object",
+      description: "Only with data-plane workers (`workers` > 1): how many were asked for, how many serve now, and how many restarts there were",
+      required: ["expected", "alive", "restarts"],
+      properties: { expected: int, alive: int, restarts: int },
+    },
   },
 } as const;
 

@@ -41,6 +41,10 @@ import { PluginInitError, Runtime } from "../registry/runtime.js";
 import type { ClockShift, Services } from "../registry/services.js";
 import { UpgradeWork } from "./upgrade-work.js";
 import { VERSION } from "../version.js";
+import { SINGLE, type ProcessChannel, type ProcessRole, type ServerAddress } from "../registry/process-role.js";
+import type { ServerPlugin } from "../registry/types.js";
+import { workerCount } from "./workers/count.js";
+import { WorkerPool, type WorkersStatus } from "./workers/pool.js";
 
 export interface AppOptions {
   configPath: string;
@@ -59,6 +63,11 @@ export interface AppOptions {
   clockShift?: ClockShift;
   /** A replica: follow the primary's configuration (--config-from). */
   follow?: Following;
+  /**
+   * This process is data-plane worker `index` of a primary (src/app/workers/main.ts): no API, no
+   * cluster membership; `activated` is told each generation it serves.
+   */
+  worker?: { index: number; channel: ProcessChannel; activated(generation: number, servers: Record<string, ServerAddress>): void };
 }
 
 /** Loads and statically validates a configuration file. Throws ConfigError. */
@@ -71,6 +80,11 @@ export function checkConfig(configPath: string, catalog: Catalog, env?: NodeJS.P
 function sendIfAcceptedQuietly(actor: AppActor, event: Parameters<AppActor["send"]>[0]): void {
   const snap = actor.getSnapshot();
   if (snap.status === "active" && snap.can(event)) actor.send(event);
+}
+
+/** An event as it travels to the workers: its plain data (an ask's reply address and the like left out). */
+function plainEvent(event: { type: string }): SharedChange["event"] {
+  return JSON.parse(JSON.stringify(event)) as SharedChange["event"];
 }
 
 /** Ring capacity of GET /api/logs. */
@@ -106,6 +120,12 @@ export class App implements ApiHost {
   private startupError: unknown = null;
   /** Membership of the configuration's `cluster`, if it has one. */
   private cluster: ClusterLink | null = null;
+  /** The data-plane workers, when `workers` asks for more than one process (this one is their primary). */
+  readonly workers: WorkerPool | null = null;
+  /** `workers` as the process started with it (a reload does not change the processes). */
+  private readonly workersAtStart: number | "auto";
+  /** Concern events some plugin type shares (what the workers replay). */
+  private readonly sharedEvents: ReadonlySet<string>;
 
   /** The configuration read at start, analysed, until the first generation is prepared from it. */
   private initial: { config: SluiceConfig; analysis: Analysis } | null;
@@ -121,9 +141,19 @@ export class App implements ApiHost {
     this.catalog = options.catalog ?? createCatalog();
     this.logRing = new LogRing(LOG_RING_CAPACITY, this.bus);
     const config = initial.config;
-    this.log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
+    const log = createLogger({ level: options.logLevel ?? config.log.level, file: config.log.file, stdout: options.stdout, sinks: [this.logRing.sink()] });
+    const worker = options.worker;
+    this.log = worker ? log.child({ worker: worker.index }) : log;
     const metrics = new MetricsHub();
-    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => this.requestReload() } };
+    this.workersAtStart = config.workers;
+    this.sharedEvents = new Set(this.catalog.definitions().flatMap((d) => d.control?.shared?.events ?? []));
+    const count = worker ? 1 : workerCount(config.workers);
+    if (count > 1) {
+      const start = { configPath: options.configPath, baseDir: options.baseDir, logLevel: options.logLevel ?? null };
+      this.workers = new WorkerPool({ count, start, log: this.log, bus: this.bus, clock: Date.now, resync: (tell) => this.currentChanges(tell) });
+    }
+    const role: ProcessRole = worker ? { kind: "worker", index: worker.index, channel: worker.channel } : (this.workers?.role ?? SINGLE);
+    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => this.requestReload() }, process: role };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     const trial = options.upgradeTrial;
     this.upgrade = new UpgradeWork(
@@ -154,7 +184,19 @@ export class App implements ApiHost {
     // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
     if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
     if (options.follow && snap.status === "active") app.reportPull(options.follow);
+    if (app.workers && snap.status === "active") await app.startWorkers(app.workers);
     return app;
+  }
+
+  /** The primary serves once at least one data-plane worker does; none: it stops and says why. */
+  private async startWorkers(pool: WorkerPool): Promise<void> {
+    const serving = await pool.start();
+    this.log.info({ target: "workers", expected: pool.role.workers, serving }, "data-plane workers started");
+    if (serving > 0) return;
+    const error = `no data-plane worker could start: ${pool.firstError() ?? "unknown error"}`;
+    this.log.error({ target: "workers", err: error }, "startup failed");
+    await this.stop();
+    throw new Error(error);
   }
 
   /** A replica: report how the pull before start went (the app actor started the follower when it began serving). */
@@ -291,22 +333,70 @@ export class App implements ApiHost {
     this.cluster?.publish(change);
   }
 
+  workersStatus(): WorkersStatus | null {
+    return this.workers?.status() ?? null;
+  }
+
+  workerActors(): AnyActorRef[] {
+    return this.workers?.actors ?? [];
+  }
+
+  /** GET /api/metrics: this process's, or with workers, theirs and this one's as one process's view. */
+  async metricsText(): Promise<string> {
+    const pool = this.workers;
+    return pool ? this.metrics.textWith(await pool.metrics()) : this.metrics.text();
+  }
+
+  /**
+   * An event one of the primary's concern actors received (the app actor's inspection): when its
+   * plugin shares that event, the workers' actors of the same plugin replay it, whoever asked (the
+   * API, a cron job, a download, another cluster member).
+   */
+  observeEvent(target: AnyActorRef, event: { type: string }): void {
+    const pool = this.workers;
+    const g = this.actor.getSnapshot().context.current;
+    const runtime = this.current;
+    if (!pool || g === null || !runtime || !this.sharedEvents.has(event.type)) return;
+    for (const live of runtime.plugins.values()) {
+      if (concernActor(this.actor.system, g, live.tag) !== target) continue;
+      const found = this.catalog.lookup(live.type);
+      if ("def" in found && found.def.control?.shared?.events.includes(event.type)) pool.change({ tag: live.tag, type: live.type, event: plainEvent(event) });
+      return;
+    }
+  }
+
   followStatus(): Record<string, unknown> | null {
     const follower = this.actor.system.get("config-follow") as AnyActorRef | undefined;
     return follower ? followRecord(follower) : null;
   }
 
+  /** The shared changes that bring a fresh worker to the state of this process's concern actors (matcher modes). */
+  private currentChanges(tell: (change: SharedChange) => void): void {
+    const g = this.actor.getSnapshot().context.current;
+    if (g === null) return;
+    const now = Date.now();
+    for (const live of this.current?.plugins.values() ?? []) {
+      const found = this.catalog.lookup(live.type);
+      const shared = "def" in found ? found.def.control?.shared : undefined;
+      const actor = shared?.current ? concernActor(this.actor.system, g, live.tag) : undefined;
+      if (!shared?.current || !actor) continue;
+      const snap = actor.getSnapshot() as { value: unknown; context: unknown };
+      for (const event of shared.current(snap, now)) tell({ tag: live.tag, type: live.type, event });
+    }
+  }
+
   // ---- the cluster (src/cluster/cluster.ts) --------------------------------------------------
 
-  /** Joins, leaves or rejoins the cluster when a configuration brings a different `cluster` section. */
+  /** Joins, leaves or rejoins the cluster when a configuration brings a different `cluster` section (a worker: its primary is the member). */
   private syncCluster(config: ClusterConfig | null): void {
+    if (this.options.worker) return;
     if (JSON.stringify(config) === JSON.stringify(this.cluster?.config ?? null)) return;
     void this.cluster?.close();
     this.cluster = config ? new ClusterLink(config, instanceName(config), this.services.redis, this.metrics, this.log, (c, from) => this.applyChange(c, from)) : null;
   }
 
-  /** A change from another member, asked of this member's concern actor for the same plugin, as its API would. */
-  private async applyChange(change: SharedChange, from: string): Promise<ApplyOutcome> {
+  /** A change from another member (or, in a worker, from its primary), asked of this process's concern actor for the same plugin, as its API would. */
+  async applyChange(change: SharedChange, from: string): Promise<ApplyOutcome> {
     const g = this.actor.getSnapshot().context.current;
     const live = this.current?.plugins.get(change.tag);
     const found = this.catalog.lookup(change.type);
@@ -326,7 +416,7 @@ export class App implements ApiHost {
 
   async startApi(): Promise<void> {
     const api = this.config.api;
-    if (!api) return;
+    if (!api || this.options.worker) return;
     const { createApiServer } = await import("../api/server.js");
     this.api = await createApiServer(this, api);
     await this.api.listen();
@@ -372,6 +462,14 @@ export class App implements ApiHost {
     this.syncCluster(runtime.config.cluster);
     this.services.metrics.retainTags(runtime.allTags());
     if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation }, "sluice started");
+    // The workers build the same file's generation once the primary's is ready (their first: when they start).
+    else this.workers?.reload();
+    if (runtime.config.workers !== this.workersAtStart) this.log.warn({ target: "workers", workers: runtime.config.workers }, "`workers` changed: it takes effect at the next restart");
+    if (this.options.worker) {
+      const servers: Record<string, ServerAddress> = {};
+      for (const p of runtime.plugins.values()) if (p.kind === "server") servers[p.tag] = (p.instance as ServerPlugin).address();
+      this.options.worker.activated(generation, servers);
+    }
   }
 
   startupFailed(error: unknown): void {
@@ -420,6 +518,8 @@ export class App implements ApiHost {
 
   async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
+    // The workers drain their listeners first; the primary's own are none.
+    await this.workers?.stop();
     await this.services.listeners.closeAll();
     await this.cluster?.close();
     this.cluster = null;

@@ -39,6 +39,8 @@ export interface SluiceConfig {
   upgrade: UpgradeConfig | null;
   /** The `cluster` section, null when absent. */
   cluster: ClusterConfig | null;
+  /** `workers` as written: a count, or `auto` (src/app/workers/count.ts resolves it). */
+  workers: number | "auto";
   /** The egress profiles of network.outbound, by name (empty when there are none). */
   outbound: Readonly<Record<string, OutboundSettings>>;
   plugins: PluginConfig[];
@@ -186,6 +188,7 @@ function assemble(parsed: ParsedFile, path: string | null, plugins: PluginConfig
     api: parsed.raw.api?.http ?? null,
     upgrade: parsed.raw.upgrade ?? null,
     cluster: parsed.raw.cluster ?? null,
+    workers: parsed.raw.workers ?? 1,
     outbound: outboundProfiles(parsed.raw.network),
     plugins,
     files,

@@ -56,6 +56,8 @@ export interface RawConfig {
   api?: { http?: ApiConfig };
   include?: string[];
   runtime?: { worker_threads?: number };
+  /** Data-plane worker processes (src/app/workers/): a count or `auto`; 1 (the default) runs everything in one process. */
+  workers?: number | "auto";
   upgrade?: UpgradeConfig;
   cluster?: ClusterConfig;
   network?: NetworkConfig;
@@ -63,6 +65,9 @@ export interface RawConfig {
 }
 
 const nonEmpty = { type: "string", minLength: 1 } as const;
+
+/** Most data-plane workers `workers` may ask for; `auto` is the available cores up to this. */
+export const MAX_WORKERS = 32;
 const duration = { type: ["integer", "string"], minimum: 0 } as const;
 
 const authSchema = {
@@ -161,6 +166,7 @@ export const configSchema = {
       additionalProperties: false,
       properties: { worker_threads: { type: "integer", minimum: 1 } },
     },
+    workers: { oneOf: [{ type: "integer", minimum: 1, maximum: MAX_WORKERS }, { type: "string", enum: ["auto"] }], default: 1 },
     upgrade: upgradeSchema,
     cluster: clusterSchema,
     network: networkSchema,

@@ -4,8 +4,34 @@
 // our own typed-array series (./histogram.ts), appended to prom-client's exposition. Every name
 // passes `promtool check metrics` (test/integration/metrics-promtool.test.ts).
 
-import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import { HistogramFamily, type Observer } from "./histogram.js";
+
+/**
+ * One process's metrics as they travel to the primary of several (src/app/workers/): prom-client's
+ * JSON of its registry and the histograms' raw series, so the primary can show one process's view.
+ */
+export interface MetricsSnapshot {
+  /** prom-client's registry as JSON, plain data (what AggregatorRegistry.aggregate takes). */
+  prom: PromMetric[];
+  histograms: HistogramSnapshot[];
+}
+
+interface PromMetric {
+  name: string;
+  help: string;
+  type: string;
+  aggregator: string;
+  values: { value: number; labels: Record<string, string | number>; metricName?: string }[];
+}
+
+export interface HistogramSnapshot {
+  name: string;
+  help: string;
+  labelNames: string[];
+  bounds: number[];
+  series: { labels: Labels; counts: number[]; sum: number; count: number }[];
+}
 
 export { DNS_DURATION_BUCKETS, type Observer } from "./histogram.js";
 
@@ -133,8 +159,52 @@ export class MetricsHub {
 
   /** The whole exposition: prom-client's families, then the histograms. */
   async text(): Promise<string> {
-    const base = await this.registry.metrics();
-    if (this.histograms.size === 0) return base;
-    return `${base}\n${[...this.histograms.values()].map((h) => h.render()).join("\n\n")}\n`;
+    return render(await this.registry.metrics(), [...this.histograms.values()]);
   }
+
+  /** This process's metrics for the primary's aggregation. */
+  async snapshot(): Promise<MetricsSnapshot> {
+    const histograms = [...this.histograms.values()].map((h) => ({
+      name: h.name,
+      help: h.help,
+      labelNames: [...h.labelNames],
+      bounds: [...h.bounds],
+      series: [...h.series.values()].map((s) => ({ labels: s.labels, counts: [...s.counts], sum: s.sum, count: s.count })),
+    }));
+    const prom = (await this.registry.getMetricsAsJSON()).map((m) => ({
+      name: m.name,
+      help: m.help,
+      type: String(m.type),
+      aggregator: String(m.aggregator),
+      values: m.values.map((v) => ({ value: v.value, labels: { ...v.labels } as Record<string, string | number>, ...("metricName" in v && typeof v.metricName === "string" ? { metricName: v.metricName } : {}) })),
+    }));
+    return { prom, histograms };
+  }
+
+  /**
+   * The exposition of this process and `others` (the workers) as one: counters and histograms added,
+   * gauges added unless prom-client's own metric says otherwise (its cluster aggregation).
+   */
+  async textWith(others: readonly MetricsSnapshot[]): Promise<string> {
+    const all = [await this.snapshot(), ...others];
+    const merged = new Map<string, HistogramFamily>();
+    for (const h of all.flatMap((a) => a.histograms)) {
+      let fam = merged.get(h.name);
+      if (!fam) merged.set(h.name, (fam = new HistogramFamily(h.name, h.help, h.labelNames, h.bounds)));
+      if (fam.bounds.length !== h.bounds.length) continue;
+      for (const s of h.series) {
+        const into = fam.get(s.labels);
+        for (let i = 0; i < into.counts.length && i < s.counts.length; i++) into.counts[i] += s.counts[i];
+        into.sum += s.sum;
+        into.count += s.count;
+      }
+    }
+    const prom = AggregatorRegistry.aggregate(all.map((a) => a.prom));
+    return render(await prom.metrics(), [...merged.values()]);
+  }
+}
+
+function render(base: string, histograms: readonly HistogramFamily[]): string {
+  if (histograms.length === 0) return base;
+  return `${base}\n${histograms.map((h) => h.render()).join("\n\n")}\n`;
 }

@@ -2,6 +2,7 @@
 // instance) and API routes served under /api/plugins/<tag>/. Framework-neutral: the API layer turns
 // routes into fastify routes and maps error codes and refusing guards to HTTP statuses.
 
+import type { ProcessRole } from "./process-role.js";
 import type { Role } from "./roles.js";
 import type { AnyActorLogic } from "xstate";
 import type { Logger } from "pino";
@@ -14,6 +15,8 @@ export interface ConcernEnv {
   readonly metrics: MetricsHub;
   /** The cell the data plane reads a declared matcher's runtime mode from. */
   readonly matcherMode: MatcherModeCell | null;
+  /** The process's part (registry/process-role.ts): a worker's concern leaves files and shared work to the primary. */
+  readonly role: ProcessRole["kind"];
   /**
    * `err` located at this plugin in the configuration and worded `plugin '<tag>' (<type>) <failed>:
    * <message>`, as a failed create is: what a concern's failed start-up fails the runtime with.
@@ -160,6 +163,12 @@ export type ConcernEvent = { type: string } & Record<string, unknown>;
 export interface SharedChanges {
   readonly events: readonly string[];
   replay(event: Record<string, unknown>, now: number): ConcernEvent | null;
+  /**
+   * The shared events that bring a fresh concern to this one's state (its snapshot's state value and
+   * context): what a data-plane worker that (re)starts is told first. Absent: a fresh instance already
+   * is (it reads the same files).
+   */
+  current?(snapshot: { value: unknown; context: unknown }, now: number): ConcernEvent[];
 }
 
 export interface PluginControl<I = never> {
@@ -172,6 +181,11 @@ export interface PluginControl<I = never> {
   readonly quickConcern?: boolean;
   routes?: readonly PluginRoute<I>[];
   shared?: SharedChanges;
+  /**
+   * The concern is work of the whole service, not of the data plane (cron jobs, downloads): with
+   * data-plane workers it runs in the primary only, and a worker's instance has none.
+   */
+  readonly primaryOnly?: true;
 }
 
 /** The actor would not take the event: `guard` is the named guard that refused it (null: no transition at all). */

@@ -17,6 +17,7 @@ import { collectDeclared, outboundProblem, resolveArgs, splitQuickSetup, type An
 import type { Catalog } from "./catalog.js";
 import type { Concern, ConcernEnv } from "./control.js";
 import { MatcherModes } from "./matcher-mode.js";
+import { remoteServer } from "./remote-server.js";
 import type { Services } from "./services.js";
 import { ArgError, type AnyDefinition, type AnyPlugin, type CheckEnv, type ControlHandle, type CreateContext, type EncryptedEndpoint, type PluginKind, type ProviderPlugin, type ServerPlugin } from "./types.js";
 
@@ -96,8 +97,13 @@ export class Runtime {
     const rp = this.analysis.byTag.get(tag);
     if (!rp) throw new PluginInitError(tag, `plugin '${tag}' is not part of this configuration`);
     let live: LivePlugin;
+    const role = this.services.process;
     try {
-      live = await this.instantiate(rp.def, rp.args, tag);
+      // The primary of several processes: the workers listen and answer.
+      live =
+        role.kind === "primary" && rp.def.kind === "server"
+          ? { tag, type: rp.def.type, kind: rp.def.kind, instance: remoteServer(rp.def.type, tag, rp.args, (t) => role.serverAddress(t)), children: [] }
+          : await this.instantiate(rp.def, rp.args, tag);
     } catch (err) {
       throw this.initError(rp, err);
     }
@@ -107,9 +113,12 @@ export class Runtime {
       log: this.services.log.child({ target: `plugin:${tag}` }),
       metrics: this.services.metrics,
       matcherMode: rp.def.kind === "matcher" ? this.modes.cell(tag) : null,
+      role: role.kind,
       pluginError: (err, failed) => this.initError(rp, err, failed),
     };
-    const concern = rp.def.control?.concern?.(live.instance, env) ?? null;
+    // Scheduled work of the whole service (cron jobs, downloads) runs in the primary only.
+    const here = role.kind !== "worker" || rp.def.control?.primaryOnly !== true;
+    const concern = here ? (rp.def.control?.concern?.(live.instance, env) ?? null) : null;
     return { type: rp.def.type, kind: rp.def.kind, concern, quick: this.quickSetups(live, rp) };
   }
 
@@ -123,7 +132,7 @@ export class Runtime {
     const control = "def" in found ? found.def.control : undefined;
     if (control?.quickConcern !== true || !control.concern) return null;
     const log = this.services.log.child({ target: `plugin:${c.tag}` });
-    return control.concern(c.instance, { tag: c.tag, log, metrics: this.services.metrics, matcherMode: null, pluginError: (err, failed) => this.initError(rp, err, failed) });
+    return control.concern(c.instance, { tag: c.tag, log, metrics: this.services.metrics, matcherMode: null, role: this.services.process.kind, pluginError: (err, failed) => this.initError(rp, err, failed) });
   }
 
   /**

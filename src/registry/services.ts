@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { RedisHub } from "../cluster/redis.js";
 import type { MetricsHub } from "../observability/metrics.js";
 import type { ListenerPool } from "./listener-pool.js";
+import type { ProcessRole } from "./process-role.js";
 
 export interface Services {
   readonly log: Logger;
@@ -22,6 +23,8 @@ export interface Services {
   readonly clockShift: ClockShift;
   /** The application's controls that a plugin may use (provided by the App). */
   readonly app: AppControl;
+  /** One process, or the primary or a worker of several (./process-role.ts). */
+  readonly process: ProcessRole;
 }
 
 export interface ClockShift {

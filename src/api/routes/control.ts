@@ -53,7 +53,7 @@ export function registerControlRoutes(api: FastifyInstance, { host }: RouteConte
   api.get("/api/system", { schema: { role: "viewer", summary: "Version, platform, CPU and memory figures", tags: ["control"], response: { 200: systemSchema } } }, async () => systemRecord(host));
 
   api.get("/api/metrics", { schema: { role: "metrics", summary: "Prometheus text exposition", tags: ["observability"], response: { 200: text } } }, async (_req, reply) => {
-    const body = await host.metrics.text();
+    const body = await host.metricsText();
     return reply.type(host.metrics.registry.contentType).send(body);
   });
 

@@ -32,7 +32,7 @@ export function showActor(host: ApiHost, actor: AnyActorRef): () => void {
   return () => set.delete(actor);
 }
 
-const everyActor = (host: ApiHost): ActorInfo[] => [...listActors(host.actor as AnyActorRef), ...[...(apiActors.get(host) ?? [])].flatMap((a) => listActors(a))];
+const everyActor = (host: ApiHost): ActorInfo[] => [...listActors(host.actor as AnyActorRef), ...[...host.workerActors(), ...(apiActors.get(host) ?? [])].flatMap((a) => listActors(a))];
 
 export function registerInspectRoutes(api: FastifyInstance, { host }: RouteContext): void {
   api.get("/api/actors", { schema: { role: "viewer", summary: "Every actor in the control plane with its state", tags: ["observability"], response: { 200: actorsSchema } } }, async () => ({

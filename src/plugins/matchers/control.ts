@@ -78,6 +78,15 @@ function replayMode(event: Record<string, unknown>, now: number): ConcernEvent |
   return { type: "MATCHER.SET_MODE", mode, duration_ms: left, at: now };
 }
 
+/** A mode other than normal, as the event that sets it (with what is left of its duration). */
+function currentMode(snapshot: { value: unknown; context: unknown }, now: number): ConcernEvent[] {
+  const mode = modeOf(snapshot.value);
+  if (mode === "normal") return [];
+  const until = (snapshot.context as { until_ms?: number | null }).until_ms ?? null;
+  if (until !== null && until <= now) return [];
+  return [{ type: "MATCHER.SET_MODE", mode, duration_ms: until === null ? null : until - now, at: now }];
+}
+
 export const matcherControl: PluginControl<MatcherPlugin> = {
   concern: (_matcher, env) => {
     const cell = env.matcherMode;
@@ -95,5 +104,5 @@ export const matcherControl: PluginControl<MatcherPlugin> = {
     };
   },
   routes: [statusRoute, modeRoute],
-  shared: { events: ["MATCHER.SET_MODE"], replay: replayMode },
+  shared: { events: ["MATCHER.SET_MODE"], replay: replayMode, current: currentMode },
 };

@@ -1,5 +1,6 @@
 // `cache`: answers repeated questions from stored wire bytes, runs the rest of the sequence on a miss and stores its answer.
 
+import type { ProcessRole } from "../../../registry/process-role.js";
 import { ArgError, argProblems, definePlugin } from "../../../registry/types.js";
 import { redisUrlProblem } from "../../../cluster/redis-url.js";
 import { cacheControl } from "./control.js";
@@ -94,6 +95,9 @@ function validate(args: CacheArgs): void {
   if (url !== null) throw new ArgError(url, ["redis", "url"]);
 }
 
+/** The process that loads and writes a cache's dump_file: the only one, or worker 1 of several. */
+const keepsDumpFile = (role: ProcessRole): boolean => role.kind === "single" || (role.kind === "worker" && role.index === 1);
+
 export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
   type: "cache",
   kind: "executor",
@@ -135,7 +139,8 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
           negativeTtlWithoutSoa: args.negative_ttl_without_soa,
           lazyMs: lazy * 1000,
         },
-        dumpFile: args.dump_file === undefined ? null : ctx.resolvePath(args.dump_file),
+        // With data-plane workers, worker 1 keeps the dump file (the primary answers no query; two writers would race).
+        dumpFile: args.dump_file === undefined || !keepsDumpFile(ctx.services.process) ? null : ctx.resolvePath(args.dump_file),
         dumpIntervalMs: args.dump_interval * 1000,
         tier,
         loadAtStart: redis?.load_at_start ?? false,

@@ -57,6 +57,8 @@ const routes: PluginRoute<CronPlugin>[] = [
 ];
 
 export const cronControl: PluginControl<CronPlugin> = {
+  // With data-plane workers, the primary runs the jobs (a worker's providers follow its reloads).
+  primaryOnly: true,
   concern: (cron, env) => {
     const job = cronJobMachine.provide({
       actors: {

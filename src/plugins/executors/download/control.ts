@@ -63,6 +63,8 @@ const routes: PluginRoute<Downloader>[] = [
 ];
 
 export const downloadControl: PluginControl<Downloader> = {
+  // With data-plane workers, the primary runs the jobs (a worker's providers follow its reloads).
+  primaryOnly: true,
   concern: (downloader, env) => {
     const input: DownloadInput = { tag: env.tag, clock: Date.now, items: downloader.items.length, missing: [...downloader.missingAtStart] };
     return {

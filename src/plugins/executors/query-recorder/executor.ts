@@ -24,6 +24,8 @@ import { ReaderPool } from "./readers.js";
 import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RecordStreams } from "./stream.js";
 import { WriterLink } from "./writer-link.js";
+import { batchFrom, PrimaryLink, RECORDS_ACK, RECORDS_MESSAGE, type BatchRequest } from "./primary-link.js";
+import type { ProcessRole, Reply } from "../../../registry/process-role.js";
 
 export interface RecorderOptions {
   tag: string;
@@ -41,6 +43,8 @@ export interface RecorderOptions {
   cleanupIntervalMs: number;
   /** 0: no cap. */
   maxRecords: number;
+  /** A data-plane worker sends its batches to the primary's recorder, which writes them (primary-link.ts). */
+  process: ProcessRole;
 }
 
 /** SQLite page cache of the writer and of each reader, MiB. */
@@ -66,11 +70,15 @@ export class QueryRecorder implements ExecutorPlugin {
   private queued = 0;
   /** Batches waiting for a writer (none is running). */
   private held: { data: ArrayBuffer; count: number; ips: string[] }[] = [];
+  /** The workers' batches waiting for a writer (the primary of several processes). */
+  private heldRemote: BatchRequest[] = [];
   /** Unix ms minus monotonic ms, refreshed with each batch: a query's arrival time needs no clock read of its own. */
   private clockOffset = Date.now() - performance.now();
   /** Arrival time of the last record captured (ms since the epoch). */
   private lastAtMs = 0;
-  private writer: WriterLink | null = null;
+  private writer: WriterLink | PrimaryLink | null = null;
+  /** The primary of several processes: takes the workers' batches for its writer. */
+  private readonly unlistenWorkers: (() => void) | null = null;
   /** Interned tags, client names and group sets the current writer has been sent. */
   private stringsSent = 0;
   private clientNamesSent = 0;
@@ -91,6 +99,8 @@ export class QueryRecorder implements ExecutorPlugin {
     this.metrics = recorderMetrics(metrics, options.tag);
     this.readers = new ReaderPool({ role: "query-recorder-reader", path: options.path, postgres: options.postgres, cacheMb: READER_CACHE_MB });
     this.streams = new RecordStreams((m) => this.writer?.post(m));
+    const role = options.process;
+    if (role.kind === "primary") this.unlistenWorkers = role.channel.listen(RECORDS_MESSAGE, options.tag, (m, reply) => this.fromWorker(m.batch, m.ackKey, reply));
   }
 
   private batchBytes(): number {
@@ -180,6 +190,13 @@ export class QueryRecorder implements ExecutorPlugin {
   }
 
   private send(data: ArrayBuffer, count: number, ips: string[]): void {
+    const writer = this.writer as WriterLink | PrimaryLink;
+    // To the primary, every batch carries the whole tables (see primary-link.ts).
+    if (writer instanceof PrimaryLink) {
+      this.stringsSent = 0;
+      this.clientNamesSent = 0;
+      this.groupSetsSent = 0;
+    }
     const list = this.strings.list;
     const names = this.clients.names.list;
     const sets = this.clients.sets;
@@ -198,8 +215,45 @@ export class QueryRecorder implements ExecutorPlugin {
     this.stringsSent = list.length;
     this.clientNamesSent = names.length;
     this.groupSetsSent = sets.length;
-    (this.writer as WriterLink).post(m, [data]);
+    if (writer instanceof PrimaryLink) {
+      if (!writer.post(m)) this.lose(count);
+    } else writer.post(m, [data]);
     this.metrics.queue.value = this.queued;
+  }
+
+  private lose(count: number): void {
+    this.queued -= count;
+    this.metrics.dropped.value += count;
+  }
+
+  /**
+   * A worker's batch (the primary of several processes): to the writer when it runs and the queue has
+   * room, else dropped and counted here; either way the worker hears it, and stops counting it.
+   */
+  private fromWorker(value: unknown, ackKey: unknown, reply: Reply): void {
+    const batch = batchFrom(value);
+    if (batch === null || typeof ackKey !== "string") return;
+    const count = batch.count;
+    let lost = 0;
+    if (this.destroyed || this.queued + count > this.options.queueSize) {
+      lost = count;
+      this.metrics.dropped.value += count;
+    } else {
+      this.queued += count;
+      // While no writer runs (this recorder starting, a restart), the batch waits like this process's own.
+      if (this.writer === null || this.writer.gone || this.writer instanceof PrimaryLink) this.heldRemote.push(batch);
+      else this.toWriter(this.writer, batch);
+      this.metrics.queue.value = this.queued;
+    }
+    reply({ t: RECORDS_ACK, key: ackKey, count, lost });
+  }
+
+  private toWriter(writer: WriterLink, batch: BatchRequest): void {
+    // The writer's tables are now the worker's: this recorder's own next batch sends its whole tables.
+    this.stringsSent = 0;
+    this.clientNamesSent = 0;
+    this.groupSetsSent = 0;
+    writer.post(batch, [batch.data]);
   }
 
   // ---- writer lifecycle (driven by the recorder:<tag> actor) ------------------------------------
@@ -220,6 +274,16 @@ export class QueryRecorder implements ExecutorPlugin {
    * rejects when they cannot be. `exited` is told if it then ends other than by closeWriter.
    */
   async startWriter(exited: (error: Error | null) => void): Promise<void> {
+    const role = this.options.process;
+    if (role.kind === "worker") {
+      // The primary's recorder writes; its answer ends the batch's place in this worker's queue.
+      this.writer = new PrimaryLink(role.channel, this.options.tag, (ack) => {
+        this.queued -= ack.count;
+        this.metrics.queue.value = this.queued;
+      });
+      for (const b of this.held.splice(0)) this.send(b.data, b.count, b.ips);
+      return;
+    }
     const link = new WriterLink(
       this.writerData(),
       {
@@ -257,13 +321,14 @@ export class QueryRecorder implements ExecutorPlugin {
     this.clientNamesSent = 0;
     this.groupSetsSent = 0;
     for (const b of this.held.splice(0)) this.send(b.data, b.count, b.ips);
+    for (const b of this.heldRemote.splice(0)) this.toWriter(link, b);
     this.streams.writerStarted();
   }
 
   /** The records the writer held are lost; those captured meanwhile wait for the next writer. */
   private writerGone(): void {
     this.writer = null;
-    const held = this.held.reduce((n, b) => n + b.count, 0);
+    const held = [...this.held, ...this.heldRemote].reduce((n, b) => n + b.count, 0);
     const lost = this.queued - held - this.batch.count;
     if (lost > 0) {
       this.queued -= lost;
@@ -329,6 +394,7 @@ export class QueryRecorder implements ExecutorPlugin {
   }
 
   async destroy(): Promise<void> {
+    this.unlistenWorkers?.();
     this.streams.endAll();
     // Nothing is captured from here on; what was captured is committed before the thread ends. The
     // actor outlives destroy (it stops after it), so the final commit is awaited here, not at its stop.

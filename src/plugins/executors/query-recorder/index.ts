@@ -74,6 +74,7 @@ export const queryRecorder = definePlugin<RecorderArgs, "executor", QueryRecorde
         retentionMs: Math.round(args.retention_days * 86_400_000),
         cleanupIntervalMs: Math.max(1000, Math.round(args.cleanup_interval_hours * 3_600_000)),
         maxRecords: args.max_records,
+        process: ctx.services.process,
       },
       ctx.services.metrics,
       ctx.log,

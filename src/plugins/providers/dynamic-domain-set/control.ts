@@ -62,7 +62,8 @@ export const dynamicSetControl: PluginControl<DynamicDomainSet> = {
         sweep: fromPromise(() => set.sweep()),
       },
       guards: {
-        dynamicSetChanged: () => set.unsaved,
+        // A data-plane worker reads the file and follows the primary's changes; the primary alone writes it.
+        dynamicSetChanged: () => set.unsaved && env.role !== "worker",
         dynamicSetHasRoom: ({ event }) => event.type !== "DYNSET.ADD" || set.hasRoom(event.rules.map((r) => r.rule)),
       },
     }),

@@ -1,0 +1,71 @@
+// Which part of the service this process is. With `workers: 1` (the default) one process does
+// everything ("single"). With more, the primary keeps the control plane — the API, every actor,
+// the recorder's writer and readers, cron, downloads — and the workers (src/app/workers/) run the
+// listeners, the sequences and the per-query plugins. The few plugins whose work differs by role
+// read it here; messages between the two sides go through a ProcessChannel (control plane only:
+// batches and acknowledgements, never a message per query).
+
+/** A message between the primary and a worker: a type, the plugin tag it is for, and its data. */
+export interface ChannelMessage {
+  t: string;
+  /** The plugin tag (or "" for the process itself). */
+  key: string;
+  [field: string]: unknown;
+}
+
+/** Answers the process that sent a message (on the primary: that worker; on a worker: the primary). */
+export type Reply = (message: ChannelMessage) => boolean;
+
+export interface ProcessChannel {
+  /** Sends to the other side (a worker: to the primary); false when the channel is closed or its backlog is too long. */
+  send(message: ChannelMessage): boolean;
+  /** Takes the messages of type `t` for `key` (one taker per pair: a later one replaces it); returns the removal. */
+  listen(t: string, key: string, handler: (message: ChannelMessage, reply: Reply) => void): () => void;
+}
+
+export interface ServerAddress {
+  protocol: string;
+  address: string;
+  port: number;
+}
+
+export type ProcessRole =
+  | { readonly kind: "single" }
+  | {
+      readonly kind: "primary";
+      readonly workers: number;
+      readonly channel: ProcessChannel;
+      /** Where the workers' server of that tag listens (the real port when the configuration said 0); null before one said. */
+      serverAddress(tag: string): ServerAddress | null;
+    }
+  | { readonly kind: "worker"; readonly index: number; readonly channel: ProcessChannel };
+
+export const SINGLE: ProcessRole = { kind: "single" };
+
+/** A message's handlers by type and key, for either side's channel. */
+export class ChannelHandlers {
+  private readonly handlers = new Map<string, (message: ChannelMessage, reply: Reply) => void>();
+
+  listen(t: string, key: string, handler: (message: ChannelMessage, reply: Reply) => void): () => void {
+    const id = `${t}\u0000${key}`;
+    this.handlers.set(id, handler);
+    return () => {
+      if (this.handlers.get(id) === handler) this.handlers.delete(id);
+    };
+  }
+
+  /** Hands `message` to its taker; false when there is none. */
+  dispatch(message: ChannelMessage, reply: Reply): boolean {
+    const handler = this.handlers.get(`${message.t}\u0000${message.key}`);
+    if (!handler) return false;
+    handler(message, reply);
+    return true;
+  }
+}
+
+/** A message as it arrives from the other process, checked before use. */
+export function isChannelMessage(m: unknown): m is ChannelMessage {
+  if (typeof m !== "object" || m === null) return false;
+  const o = m as Record<string, unknown>;
+  return typeof o.t === "string" && typeof o.key === "string";
+}

@@ -1,0 +1,199 @@
+// `workers: 2`: the primary keeps the API and the actors, two data-plane workers (node:cluster) answer.
+// Every check asks both workers: TCP connections are dealt to the workers in turn by the primary
+// (the cluster module's round-robin), so ten fresh connections reach each worker five times; UDP
+// queries from many source ports spread over both readers of the shared socket.
+
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { startCli, type RunningCli } from "../helpers/cli.js";
+import { query, rcodeOf, answerIps } from "../helpers/dns.js";
+import { startDnsLoad } from "../helpers/dns-load.js";
+import { answerWith, startResponder, type Responder } from "../helpers/responder.js";
+
+let dir: string;
+let upstream: Responder;
+let upstreamAnswer = "10.9.0.1";
+let sluice: RunningCli;
+let api = "";
+let udp = 0;
+let tcp = 0;
+
+const config = (upstreamPort: number): string => `
+workers: 2
+api: { http: { listen: 127.0.0.1:0 } }
+plugins:
+  - { tag: list, type: domain_set, args: { files: [list.txt] } }
+  - { tag: listed, type: qname, args: [$list] }
+  - { tag: dyn, type: dynamic_domain_set, args: { path: dyn.rules, flush_interval_ms: 20 } }
+  - { tag: dynamic, type: qname, args: [$dyn] }
+  - { tag: m, type: qname, args: ["domain:switch.test"] }
+  - { tag: c, type: cache, args: { size: 1000, short_circuit: true } }
+  - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
+  - { tag: up, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${upstreamPort}" }] } }
+  - tag: main
+    type: sequence
+    args:
+      - exec: $rec
+      - { matches: qname domain:load.test, exec: black_hole 192.0.2.1 }
+      - { matches: $m, exec: reject 5 }
+      - { matches: $listed, exec: reject 3 }
+      - { matches: $dynamic, exec: reject 2 }
+      - exec: $c
+      - exec: $up
+  - { tag: udp, type: udp_server, args: { entry: main, listen: 127.0.0.1:0 } }
+  - { tag: tcp, type: tcp_server, args: { entry: main, listen: 127.0.0.1:0 } }
+`;
+
+const call = async (path: string, init?: RequestInit): Promise<Response> => fetch(api + path, init);
+const post = (path: string, body?: unknown): Promise<Response> =>
+  call(path, { method: "POST", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
+
+/** The rcodes of `n` answers over fresh TCP connections (dealt to the workers in turn) and `n` over UDP. */
+async function everyWorker(name: string, n = 10): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(rcodeOf(await query(tcp, name, "A", { tcp: true })));
+  out.push(...(await Promise.all(Array.from({ length: n }, () => query(udp, name, "A").then(rcodeOf)))));
+  return out;
+}
+
+async function metric(name: string): Promise<number> {
+  const text = await (await call("/api/metrics")).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(name))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface Health {
+  workers: { expected: number; alive: number; restarts: number };
+  checks: Record<string, string>;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "sluice-workers-"));
+  upstream = await startResponder((q) => answerWith(q, [upstreamAnswer], 300));
+  writeFileSync(join(dir, "list.txt"), "full:listed-a.test\n");
+  writeFileSync(join(dir, "sluice.yaml"), config(upstream.port));
+  sluice = startCli(["-c", "sluice.yaml", "-d", dir]);
+  const apiLine = await sluice.waitForLog((l) => l.msg === "management API listening", 20_000);
+  api = `http://127.0.0.1:${String(apiLine.port)}`;
+  await sluice.waitForLog((l) => l.msg === "data-plane workers started", 30_000);
+  const udpLine = await sluice.waitForLog((l) => l.msg === "udp server listening");
+  const tcpLine = await sluice.waitForLog((l) => l.msg === "tcp server listening");
+  udp = Number(udpLine.port);
+  tcp = Number(tcpLine.port);
+}, 60_000);
+
+afterAll(async () => {
+  if (sluice.child.exitCode === null) sluice.child.kill("SIGKILL");
+  await upstream.close();
+});
+
+test("both workers serve the shared listeners; health, actors and the servers' addresses say so", async () => {
+  const health = (await (await call("/api/health")).json()) as Health;
+  expect(health.workers).toEqual({ expected: 2, alive: 2, restarts: 0 });
+  expect(health.checks.workers).toBe("ok");
+  const actors = ((await (await call("/api/actors")).json()) as { actors: { id: string; state: unknown; context: Record<string, unknown> }[] }).actors;
+  const workers = actors.filter((a) => /^worker:\d$/.test(a.id));
+  expect(workers.map((w) => [w.id, w.state])).toEqual([
+    ["worker:1", { up: "running" }],
+    ["worker:2", { up: "running" }],
+  ]);
+  expect(new Set(workers.map((w) => w.context.pid)).size).toBe(2);
+  const logs = sluice.logs.filter((l) => l.msg === "udp server listening");
+  expect(new Set(logs.map((l) => l.worker))).toEqual(new Set([1, 2]));
+  expect(new Set(logs.map((l) => l.port))).toEqual(new Set([udp]));
+  expect(await everyWorker("a.test")).toEqual(Array(20).fill(0));
+});
+
+test("a matcher switch, a provider reload, a cache flush and a dynamic rule reach every worker within a second", async () => {
+  // Matcher mode (MATCHER.SET_MODE through the primary's actor).
+  expect(await everyWorker("x.switch.test")).toEqual(Array(20).fill(5));
+  expect((await post("/api/plugins/m/mode", { mode: "always_false" })).status).toBe(200);
+  await until(async () => (await everyWorker("x.switch.test")).every((r) => r === 0), 1000);
+  expect((await post("/api/plugins/m/mode", { mode: "normal" })).status).toBe(200);
+  await until(async () => (await everyWorker("x.switch.test")).every((r) => r === 5), 1000);
+
+  // Provider reload: the file changes, the primary's provider reloads, the workers' follow.
+  expect(await everyWorker("listed-b.test")).toEqual(Array(20).fill(0));
+  writeFileSync(join(dir, "list.txt"), "full:listed-a.test\nfull:listed-b.test\n");
+  expect((await post("/api/plugins/list/reload")).status).toBe(200);
+  await until(async () => (await everyWorker("listed-b.test")).every((r) => r === 3), 1000);
+
+  // Cache flush: every worker cached the upstream's answer; after the flush each asks again.
+  expect(new Set((await Promise.all(Array.from({ length: 10 }, () => query(tcp, "cached.test", "A", { tcp: true })))).flatMap(answerIps))).toEqual(new Set(["10.9.0.1"]));
+  upstreamAnswer = "10.9.0.2";
+  expect(new Set((await Promise.all(Array.from({ length: 10 }, () => query(tcp, "cached.test", "A", { tcp: true })))).flatMap(answerIps))).toEqual(new Set(["10.9.0.1"]));
+  expect((await post("/api/plugins/c/flush")).status).toBe(200);
+  await until(async () => {
+    const ips = new Set((await Promise.all(Array.from({ length: 10 }, () => query(tcp, "cached.test", "A", { tcp: true })))).flatMap(answerIps));
+    return ips.size === 1 && ips.has("10.9.0.2");
+  }, 1000);
+
+  // A dynamic rule added through the API.
+  expect((await post("/api/plugins/dyn/rules", { rules: ["domain:dyn.test"] })).status).toBe(200);
+  await until(async () => (await everyWorker("x.dyn.test")).every((r) => r === 2), 1000);
+});
+
+test("every query is answered while the configuration reloads under load, and every answer is recorded", async () => {
+  const requestsBefore = await metric("server_request_total");
+  const load = await startDnsLoad(udp, 500);
+  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 3; i++) {
+    expect((await post("/api/reload")).status).toBe(202);
+    await until(async () => ((await (await call("/api/reload/status")).json()) as { status: string }).status === "ok", 5000);
+    // Both workers built the new generation.
+    await until(async () => sluice.logs.filter((l) => l.msg === "reload succeeded" && typeof l.worker === "number").length >= 2 * (i + 1), 5000);
+  }
+  const report = await load.stop(500);
+  expect(report.lost, `${report.answered}/${report.sent}`).toBe(0);
+  expect((await metric("server_request_total")) - requestsBefore).toBe(report.sent);
+  // Every query since the start passed the recorder first: the workers' batches all reached the primary's writer.
+  const counts = async (): Promise<string> => `${await metric("query_recorder_records_written_total")} written, ${await metric("server_request_total")} asked`;
+  await until(async () => (await metric("query_recorder_records_written_total")) === (await metric("server_request_total")), 5000).catch(async (err: unknown) => {
+    throw new Error(`${String(err)}: ${await counts()}`);
+  });
+  expect(await metric("query_recorder_dropped_total")).toBe(0);
+  const page = (await (await call("/api/plugins/rec/records?limit=5&q=load.test")).json()) as { records: { qname?: string }[] };
+  expect(page.records.length).toBe(5);
+});
+
+test("a killed worker is replaced and DNS keeps answering meanwhile; the new one takes the primary's matcher modes", async () => {
+  expect((await post("/api/plugins/m/mode", { mode: "always_false" })).status).toBe(200);
+  const actors = ((await (await call("/api/actors")).json()) as { actors: { id: string; context: { pid?: number } }[] }).actors;
+  const pid = actors.find((a) => a.id === "worker:1")?.context.pid;
+  expect(typeof pid).toBe("number");
+  const load = await startDnsLoad(udp, 200);
+  process.kill(pid as number, "SIGKILL");
+  await until(async () => ((await (await call("/api/health")).json()) as Health).workers.alive === 1, 2000);
+  expect(((await (await call("/api/health")).json()) as Health).checks.workers).toBe("degraded");
+  await until(async () => {
+    const h = (await (await call("/api/health")).json()) as Health;
+    return h.workers.alive === 2 && h.workers.restarts === 1;
+  }, 10_000);
+  const report = await load.stop(500);
+  // Queries the kernel had queued on the killed reader's side are the only ones that may go unanswered.
+  expect(report.answered / report.sent).toBeGreaterThan(0.95);
+  expect(sluice.logs.some((l) => l.msg === "data-plane worker ended; starting it again" && l.worker === 1 && l.signal === "SIGKILL")).toBe(true);
+  expect(await everyWorker("x.switch.test")).toEqual(Array(20).fill(0));
+  expect((await post("/api/plugins/m/mode", { mode: "normal" })).status).toBe(200);
+});
+
+test("SIGTERM drains every worker, then the primary exits 0", async () => {
+  sluice.child.kill("SIGTERM");
+  const { code } = await sluice.exited;
+  expect(code).toBe(0);
+  const stopped = sluice.logs.filter((l) => l.msg === "state changed" && l.actor === "app" && l.state === "stopped");
+  expect(new Set(stopped.map((l) => l.worker ?? "primary"))).toEqual(new Set([1, 2, "primary"]));
+  expect(await query(udp, "a.test", "A", { timeoutMs: 300 }).then(() => "answered", () => "no answer")).toBe("no answer");
+});
