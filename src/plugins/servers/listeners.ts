@@ -5,6 +5,7 @@
 // A TCP listener serves plain DNS or DoT (the TLS setup is the current owner's, so a reload that
 // adds, drops or changes a certificate applies to new connections); HTTP listeners: http-listener.ts.
 
+import cluster from "node:cluster";
 import dgram from "node:dgram";
 import dns from "node:dns";
 import net from "node:net";
@@ -158,11 +159,27 @@ export function listenOn(server: net.Server, addr: ListenAddress): Promise<void>
   });
 }
 
+/**
+ * SO_REUSEPORT for UDP arrived in Node 22.12 (and 23.1): a data-plane worker then binds a socket of
+ * its own and the kernel spreads flows over the workers by hashing addresses. Before that (and for
+ * port 0, where each socket would get a port of its own) the workers share the primary's socket
+ * through node:cluster and the kernel wakes one reader per datagram.
+ */
+function ownSocketPerWorker(addr: ListenAddress): boolean {
+  if (!cluster.isWorker || addr.port === 0) return false;
+  const [major, minor] = process.versions.node.split(".").map(Number);
+  return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
+}
+
 async function bindUdp(addr: ListenAddress, key: string): Promise<UdpListener> {
-  const socket = dgram.createSocket(addr.family === 6 ? { type: "udp6", ipv6Only: !addr.dualStack, lookup: literalFirst } : { type: "udp4", lookup: literalFirst });
+  const reusePort = ownSocketPerWorker(addr);
+  const options: dgram.SocketOptions & { reusePort?: boolean } =
+    addr.family === 6 ? { type: "udp6", ipv6Only: !addr.dualStack, lookup: literalFirst } : { type: "udp4", lookup: literalFirst };
+  if (reusePort) options.reusePort = true;
+  const socket = dgram.createSocket(options);
   await new Promise<void>((resolve, reject) => {
     socket.once("error", reject);
-    socket.bind(addr.port, addr.host, () => {
+    socket.bind({ port: addr.port, address: addr.host, exclusive: reusePort }, () => {
       socket.off("error", reject);
       resolve();
     });
