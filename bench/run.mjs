@@ -19,6 +19,7 @@ import { cacheCounters, cachePhase, cacheTable } from "./lib/cache-metrics.mjs";
 import { generateRecords, recorderMetrics, timeRoute, waitDrained } from "./lib/recorder.mjs";
 import { startSink, webhookAt20k } from "./lib/webhook.mjs";
 import { rssPair } from "./lib/clients.mjs";
+import { runWorkers, workersLines } from "./lib/workers.mjs";
 import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsTable, resultsTable, rssLines, targetsTable } from "./lib/report.mjs";
 import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
 
@@ -115,7 +116,7 @@ const SCENARIOS = [
   },
 ];
 // `cluster` (three instances behind dnsdist, Redis) runs only when asked for: --only cluster.
-const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "cluster"];
+const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "cluster", "workers"];
 
 const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306, plainApi: 35307, sink: 35308 };
 const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test", prefetch: "pop-0.ttl.bench.test" };
@@ -545,8 +546,9 @@ async function main() {
     log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${withStats ? ", recorder-stats" : ""}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
     const withCluster = opts.only?.includes("cluster") ?? false;
+    const withWorkers = !opts.only || opts.only.includes("workers");
     const ceiling = selected.length > 0 ? await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test") : /** @type {Started} */ (/** @type {unknown} */ (null));
-    if (withCluster || selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
+    if (withCluster || withWorkers || selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
       const conf = await unboundConfig({ name: "upstream", port: PORTS.upstream, dir: tmp, mode: "local" });
       await startServer("upstream", tools.unbound, ["-c", conf], PORTS.upstream, PROBE_NAME.local, { cpus: LOAD_CPUS });
     }
@@ -560,10 +562,27 @@ async function main() {
       ? (log("cluster: three instances behind dnsdist (chashed, PROXY protocol) with a Redis cache level; cache hits through dnsdist, and Redis-hit latency"),
         await runCluster({ tmp, cli, file: ctx.queries.local, probe: PROBE_NAME.local, upstreamPort: PORTS.upstream, serverCpus: SERVER_CPUS, loadCpus: LOAD_CPUS, satRounds: PLAN.satRounds, satSeconds: PLAN.satSeconds, saturation: SATURATION, log }))
       : null;
+    const workers = withWorkers
+      ? (log("workers: cache-hot with workers: 1 and workers: 2 (CPU per answered query, pinned; saturation unpinned)"),
+        await runWorkers({
+          startSluice: (env, cpus) => startServer("sluice", process.execPath, [cli, "start", "-c", join(BENCH, "configs", "workers.yaml"), "-d", tmp], PORTS.sluice, PROBE_NAME.local, { env: { ...process.env, PORT: String(PORTS.sluice), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, ...env }, cwd: tmp, cpus }),
+          stop,
+          port: PORTS.sluice,
+          file: ctx.queries.local,
+          tmp,
+          loadCpus: LOAD_CPUS,
+          seconds: PLAN.latSeconds,
+          rounds: Math.max(2, PLAN.latRounds),
+          warmSeconds: WARM_SECONDS,
+          latency: LATENCY,
+          saturation: SATURATION,
+          log,
+        }))
+      : null;
     await stopAll();
     const memory = withMemory ? (log(`memory: ${(MEMORY_NAMES * (opts.quick ? 0.2 : 1)).toLocaleString("en-US")} names through a 100 000-entry cache`), await runMemory(ctx)) : null;
     const stats = withStats ? await runRecorderStats(ctx) : null;
-    await report(results, memory, stats, began, cpuShares(cpuAtStart, cpuReading()), cluster);
+    await report(results, memory, stats, began, cpuShares(cpuAtStart, cpuReading()), cluster, workers);
     const failed = results.some((r) => Object.values(r.servers).some((s) => s.error));
     if (failed) process.exitCode = 1;
   } finally {
@@ -577,8 +596,9 @@ async function main() {
  * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {import("./lib/report.mjs").RecorderStatsResult | null} stats
  * @param {number} began @param {{ otherProcesses: number, steal: number }} interference
  * @param {import("./lib/cluster.mjs").ClusterResult | null} cluster
+ * @param {import("./lib/workers.mjs").WorkersResult | null} workers
  */
-async function report(results, memory, stats, began, interference, cluster) {
+async function report(results, memory, stats, began, interference, cluster, workers) {
   const targets = judgeTargets(results, memory, stats);
   const seconds = Math.round((Date.now() - began) / 1000);
   const when = new Date(began).toISOString();
@@ -605,10 +625,11 @@ async function report(results, memory, stats, began, interference, cluster) {
       recorderStatsTable(stats),
     );
   if (cluster) sections.push(clusterLines(cluster));
+  if (workers) sections.push(workersLines(workers));
   sections.push(targetsTable(targets));
   const text = sections.join("\n\n");
   console.log(`\n${text}\n`);
-  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, cluster, targets };
+  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, cluster, workers, targets };
   await mkdir(join(BENCH, "results"), { recursive: true });
   const body = JSON.stringify(json, null, 2) + "\n";
   await writeFile(join(BENCH, "results", `${when.replace(/:/g, "-")}.json`), body);
