@@ -401,7 +401,9 @@ export class App implements ApiHost {
     const live = this.current?.plugins.get(change.tag);
     const found = this.catalog.lookup(change.type);
     const shared = "def" in found ? found.def.control?.shared : undefined;
-    const event = live?.type === change.type && shared?.events.includes(change.event.type) ? shared.replay(change.event, Date.now()) : null;
+    // Another member's changes are cluster-wide ones only; a worker takes its primary's of either scope.
+    const inScope = shared?.scope !== "workers" || this.options.worker !== undefined;
+    const event = live?.type === change.type && inScope && shared?.events.includes(change.event.type) ? shared.replay(change.event, Date.now()) : null;
     const actor = g === null || event === null ? undefined : concernActor(this.actor.system, g, change.tag);
     if (!actor || event === null) {
       this.log.debug({ target: "cluster", from, plugin: change.tag, type: change.type, event: change.event.type }, "a change from another member does not apply here");

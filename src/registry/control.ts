@@ -162,6 +162,11 @@ export type ConcernEvent = { type: string } & Record<string, unknown>;
  */
 export interface SharedChanges {
   readonly events: readonly string[];
+  /**
+   * "cluster" (the default): told to the other members of a Redis cluster and to this instance's
+   * data-plane workers. "workers": to the workers only (state each instance keeps for itself).
+   */
+  readonly scope?: "cluster" | "workers";
   replay(event: Record<string, unknown>, now: number): ConcernEvent | null;
   /**
    * The shared events that bring a fresh concern to this one's state (its snapshot's state value and

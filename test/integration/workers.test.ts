@@ -29,6 +29,14 @@ plugins:
   - { tag: dyn, type: dynamic_domain_set, args: { path: dyn.rules, flush_interval_ms: 20 } }
   - { tag: dynamic, type: qname, args: [$dyn] }
   - { tag: m, type: qname, args: ["domain:switch.test"] }
+  - { tag: pz, type: qname, args: ["domain:paused.test"] }
+  - tag: clients
+    type: clients
+    args:
+      clients: [{ name: desk, addresses: [127.0.0.1], groups: [kids] }]
+      groups: [{ name: kids }]
+      pause: [pz]
+      neighbour_refresh: 0s
   - { tag: c, type: cache, args: { size: 1000, short_circuit: true } }
   - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
   - { tag: up, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${upstreamPort}" }] } }
@@ -38,6 +46,7 @@ plugins:
       - exec: $rec
       - { matches: qname domain:load.test, exec: black_hole 192.0.2.1 }
       - { matches: $m, exec: reject 5 }
+      - { matches: $pz, exec: reject 4 }
       - { matches: $listed, exec: reject 3 }
       - { matches: $dynamic, exec: reject 2 }
       - exec: $c
@@ -116,7 +125,7 @@ test("both workers serve the shared listeners; health, actors and the servers' a
   expect(await everyWorker("a.test")).toEqual(Array(20).fill(0));
 });
 
-test("a matcher switch, a provider reload, a cache flush and a dynamic rule reach every worker within a second", async () => {
+test("a matcher switch, a provider reload, a cache flush, a group pause and a dynamic rule reach every worker within a second", async () => {
   // Matcher mode (MATCHER.SET_MODE through the primary's actor).
   expect(await everyWorker("x.switch.test")).toEqual(Array(20).fill(5));
   expect((await post("/api/plugins/m/mode", { mode: "always_false" })).status).toBe(200);
@@ -139,6 +148,13 @@ test("a matcher switch, a provider reload, a cache flush and a dynamic rule reac
     const ips = new Set((await Promise.all(Array.from({ length: 10 }, () => query(tcp, "cached.test", "A", { tcp: true })))).flatMap(answerIps));
     return ips.size === 1 && ips.has("10.9.0.2");
   }, 1000);
+
+  // A group pause (the clients provider's state, shared with the workers only), then its end.
+  expect(await everyWorker("x.paused.test")).toEqual(Array(20).fill(4));
+  expect((await post("/api/plugins/clients/groups/kids/pause", { duration: "10m" })).status).toBe(200);
+  await until(async () => (await everyWorker("x.paused.test")).every((r) => r === 0), 1000);
+  expect((await call("/api/plugins/clients/groups/kids/pause", { method: "DELETE" })).status).toBe(200);
+  await until(async () => (await everyWorker("x.paused.test")).every((r) => r === 4), 1000);
 
   // A dynamic rule added through the API.
   expect((await post("/api/plugins/dyn/rules", { rules: ["domain:dyn.test"] })).status).toBe(200);

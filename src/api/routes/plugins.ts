@@ -84,7 +84,9 @@ function missingConcern(tag: string): ConcernHandle {
 
 function sharedOf(host: ApiHost, tag: string, type: string): { host: ApiHost; tag: string; type: string; events: readonly string[] } | null {
   const found = host.catalog.lookup(type);
-  const events = "def" in found ? found.def.control?.shared?.events : undefined;
+  const shared = "def" in found ? found.def.control?.shared : undefined;
+  // The workers hear of every shared change from the app's actors; only cluster-wide ones are published.
+  const events = shared?.scope === "workers" ? undefined : shared?.events;
   return events ? { host, tag, type, events } : null;
 }
 

@@ -3,7 +3,7 @@
 
 import { fromPromise } from "xstate";
 import { clientsMachine, type ClientsInput, type ClientsWrite } from "../../../../machines/clients.machine.js";
-import type { PluginControl } from "../../../registry/control.js";
+import type { ConcernEvent, PluginControl } from "../../../registry/control.js";
 import type { ClientsProvider } from "./provider.js";
 import { clientsRoutes } from "./routes.js";
 
@@ -20,7 +20,8 @@ export const clientsControl: PluginControl<ClientsProvider> = {
             throw env.pluginError(err, "could not read its state file");
           }
         }),
-        persist: fromPromise(({ input }: { input: ClientsWrite }) => clients.persist(input)),
+        // A data-plane worker follows the primary's changes (shared below); the primary writes the file.
+        persist: fromPromise(({ input }: { input: ClientsWrite }) => (env.role === "worker" ? Promise.resolve({ at_ms: Date.now(), written: false }) : clients.persist(input))),
         readNeighbours: fromPromise(() => clients.readNeighbours()),
         resolveHostnames: fromPromise(() => clients.resolveHostnames()),
       },
@@ -42,4 +43,35 @@ export const clientsControl: PluginControl<ClientsProvider> = {
     startup: true,
   }),
   routes: clientsRoutes,
+  // Each instance of a cluster keeps its own clients; an instance's data-plane workers follow its primary.
+  shared: { scope: "workers", events: ["CLIENTS.NAME", "CLIENTS.UPDATE", "CLIENTS.REMOVE", "CLIENTS.PAUSE", "CLIENTS.RESUME"], replay: replayClientChange },
 };
+
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
+
+/** A change the primary's `clients` actor took, as its worker replays it (same clock: `at` stays). */
+function replayClientChange(event: Record<string, unknown>): ConcernEvent | null {
+  const { type, at, name, group } = event;
+  if (typeof at !== "number") return null;
+  switch (type) {
+    case "CLIENTS.NAME": {
+      const c = event.client as Record<string, unknown> | null;
+      if (typeof c !== "object" || c === null || typeof c.name !== "string" || ![c.addresses, c.macs, c.ids, c.groups].every(isStrings)) return null;
+      return { type, client: { name: c.name, addresses: c.addresses, macs: c.macs, ids: c.ids, groups: c.groups }, at };
+    }
+    case "CLIENTS.UPDATE": {
+      const changes = event.changes as Record<string, unknown> | null;
+      if (typeof name !== "string" || typeof changes !== "object" || changes === null) return null;
+      const kept = Object.fromEntries(["addresses", "macs", "ids", "groups"].filter((k) => isStrings(changes[k])).map((k) => [k, changes[k]]));
+      return { type, name, changes: kept, at };
+    }
+    case "CLIENTS.REMOVE":
+      return typeof name === "string" ? { type, name, at } : null;
+    case "CLIENTS.PAUSE":
+      return typeof group === "string" && typeof event.duration_ms === "number" && event.duration_ms > 0 ? { type, group, duration_ms: event.duration_ms, at } : null;
+    case "CLIENTS.RESUME":
+      return typeof group === "string" ? { type, group, at } : null;
+    default:
+      return null;
+  }
+}
