@@ -4,7 +4,7 @@
 
 import type { AnyActorRef } from "xstate";
 import type { AppActor, ConfigActor, UpgradeActor } from "../../actors/app.actor.js";
-import type { WorkersStatus } from "../app/workers/pool.js";
+import type { WorkersStatus } from "../registry/process-role.js";
 import type { Bus } from "../bus.js";
 import type { SharedChange } from "../cluster/cluster.js";
 import type { RedisStatus } from "../cluster/redis.js";

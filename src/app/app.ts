@@ -41,10 +41,10 @@ import { PluginInitError, Runtime } from "../registry/runtime.js";
 import type { ClockShift, Services } from "../registry/services.js";
 import { UpgradeWork } from "./upgrade-work.js";
 import { VERSION } from "../version.js";
-import { SINGLE, type ProcessChannel, type ProcessRole, type ServerAddress } from "../registry/process-role.js";
+import { SINGLE, type ProcessChannel, type ProcessRole, type ServerAddress, type WorkersStatus } from "../registry/process-role.js";
 import type { ServerPlugin } from "../registry/types.js";
 import { workerCount } from "./workers/count.js";
-import { WorkerPool, type WorkersStatus } from "./workers/pool.js";
+import { WorkerPool } from "./workers/pool.js";
 
 export interface AppOptions {
   configPath: string;

@@ -29,6 +29,13 @@ export interface ServerAddress {
   port: number;
 }
 
+/** The primary's data-plane workers as the health record shows them. */
+export interface WorkersStatus {
+  expected: number;
+  alive: number;
+  restarts: number;
+}
+
 export type ProcessRole =
   | { readonly kind: "single" }
   | {

@@ -13,7 +13,7 @@ import type { Bus } from "../../bus.js";
 import type { SharedChange } from "../../cluster/cluster.js";
 import type { Logger } from "../../observability/logger.js";
 import type { MetricsSnapshot } from "../../observability/metrics.js";
-import { ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessRole, type ServerAddress } from "../../registry/process-role.js";
+import { ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessRole, type ServerAddress, type WorkersStatus } from "../../registry/process-role.js";
 import { isReady, WORKER_ENV, type WorkerStart } from "./protocol.js";
 
 export type WorkerActor = Actor<typeof workerMachine>;
@@ -29,12 +29,6 @@ export interface PoolOptions {
   clock: () => number;
   /** A worker process serves its first generation: `tell` it the changes that bring it to the primary's state. */
   resync(tell: (change: SharedChange) => void): void;
-}
-
-export interface WorkersStatus {
-  expected: number;
-  alive: number;
-  restarts: number;
 }
 
 function send(worker: Worker, message: ChannelMessage): boolean {
