@@ -30,7 +30,7 @@ export const STATS_CLIENTS = 200;
  * @param {{ dist: string, path: string, count: number, spanMs: number, log: (m: string) => void }} o
  */
 export async function generateRecords(o) {
-  const { BatchBuilder, StringTable } = await load(o.dist, "src/plugins/executors/query-recorder/batch.js");
+  const { BatchBuilder, NO_CLIENT, StringTable } = await load(o.dist, "src/plugins/executors/query-recorder/batch.js");
   const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
   const { encodeMessage, replyTo } = await load(o.dist, "src/dns/message.js");
   const { addressRecord } = await load(o.dist, "src/dns/rdata.js");
@@ -107,12 +107,13 @@ export async function generateRecords(o) {
       path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: cached ? "stop" : kind === "error" ? "error" : "next" });
     }
     const createdAt = t0 + Math.floor((i / o.count) * o.spanMs);
-    batch.append(createdAt, elapsedUs, query, response, ip, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
+    batch.append(createdAt, elapsedUs, query, response, ip, NO_CLIENT, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
     if (batch.count === BATCH || i === o.count - 1) {
       const count = batch.count;
       const ips = batch.ips;
       const data = batch.take();
-      link.post({ t: "batch", stringsFrom: stringsSent, strings: strings.list.slice(stringsSent), ips, data, count }, [data]);
+      // No client names or groups: every record is an unnamed client (NO_CLIENT).
+      link.post({ t: "batch", stringsFrom: stringsSent, strings: strings.list.slice(stringsSent), clientNamesFrom: 0, clientNames: [], groupSetsFrom: 0, groupSets: [], ips, data, count }, [data]);
       stringsSent = strings.list.length;
       sent += count;
       batch = new BatchBuilder(BATCH * 300);
