@@ -14,7 +14,7 @@
 //
 // Refusals: a clear while one runs (recorderNoClearRunning → 409 query_recorder_busy); a clear with
 // no writer up (recorderWriterUp → 503 query_recorder_unavailable); a read of the API once the
-// reader threads are closing (the plugin is being destroyed: recorderReadersOpen) or while their
+// reader processes are closing (the plugin is being destroyed: recorderReadersOpen) or while their
 // queue is full (recorderReadersFree), both 503 query_recorder_unavailable. A read or clear that was
 // admitted and then fails is not a refusal: the routes answer it with its own *_failed code.
 
@@ -23,16 +23,16 @@ import { doneAnswer, failedAnswer, reportStarted, reportStartFailed, type Answer
 
 export type RecorderEvent =
   | ({ type: "RECORDS.CLEAR" } & Asked)
-  /** Admission of one API read (the read itself runs on a reader thread, outside the actor). */
+  /** Admission of one API read (the read itself runs in a reader process, outside the actor). */
   | ({ type: "RECORDS.READ" } & Asked)
   | { type: "WRITER.READY" }
   | { type: "WRITER.EXITED"; error: string | null };
 
-/** The reader threads' queue as the pool keeps it: a plain cell the admission guards read. */
+/** The reader processes' queue as the pool keeps it: a plain cell the admission guards read. */
 export interface ReaderLoad {
   /** False once the pool is closing (the plugin's destroy): no read starts. */
   open: boolean;
-  /** Reads waiting for a reader thread. */
+  /** Reads waiting for a reader process. */
   waiting: number;
   /** Past this many waiting, a read is refused. */
   limit: number;

@@ -2,6 +2,7 @@
 // The query recorder's benchmarks: a database of 1 000 000 records written through the recorder's own
 // writer thread (the same batches the DNS thread hands over, not hand-made SQL), the time of every stats
 // route and of filtered pages over it, and DNS latency at 20 000 QPS while stats queries run.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { sleep } from "./procs.mjs";
@@ -30,7 +31,7 @@ export const STATS_CLIENTS = 200;
  * @param {{ dist: string, path: string, count: number, spanMs: number, log: (m: string) => void }} o
  */
 export async function generateRecords(o) {
-  const { BatchBuilder, StringTable } = await load(o.dist, "src/plugins/executors/query-recorder/batch.js");
+  const { BatchBuilder, NO_CLIENT, StringTable } = await load(o.dist, "src/plugins/executors/query-recorder/batch.js");
   const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
   const { encodeMessage, replyTo } = await load(o.dist, "src/dns/message.js");
   const { addressRecord } = await load(o.dist, "src/dns/rdata.js");
@@ -107,12 +108,13 @@ export async function generateRecords(o) {
       path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: cached ? "stop" : kind === "error" ? "error" : "next" });
     }
     const createdAt = t0 + Math.floor((i / o.count) * o.spanMs);
-    batch.append(createdAt, elapsedUs, query, response, ip, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
+    batch.append(createdAt, elapsedUs, query, response, ip, NO_CLIENT, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
     if (batch.count === BATCH || i === o.count - 1) {
       const count = batch.count;
       const ips = batch.ips;
       const data = batch.take();
-      link.post({ t: "batch", stringsFrom: stringsSent, strings: strings.list.slice(stringsSent), ips, data, count }, [data]);
+      // No client names or groups: every record is an unnamed client (NO_CLIENT).
+      link.post({ t: "batch", stringsFrom: stringsSent, strings: strings.list.slice(stringsSent), clientNamesFrom: 0, clientNames: [], groupSetsFrom: 0, groupSets: [], ips, data, count }, [data]);
       stringsSent = strings.list.length;
       sent += count;
       batch = new BatchBuilder(BATCH * 300);
@@ -166,4 +168,43 @@ export async function timeRoute(url, reps) {
   ms.sort((a, b) => a - b);
   const at = (/** @type {number} */ q) => ms[Math.min(ms.length - 1, Math.ceil(q * ms.length) - 1)];
   return { p50Ms: Number(at(0.5).toFixed(1)), p95Ms: Number(at(0.95).toFixed(1)), maxMs: Number(ms[ms.length - 1].toFixed(1)), status, bytes: size };
+}
+
+/**
+ * CPU time (ms, from /proc/<pid>/task/<tid>/schedstat) of a process and its descendants by who spent it:
+ * Sluice's main thread (DNS), its other threads below nice 19 (V8's helpers at 0, the writer at 10), and
+ * every thread at nice 19 (the readers). Linux only; null elsewhere. Unlike latency, CPU time barely
+ * moves with other load on the machine, so it says where a read's work runs even on a shared host.
+ * @param {number} pid
+ * @returns {{ main: number, nice0: number, niceOther: number, nice19: number } | null}
+ */
+export function cpuByPriority(pid) {
+  const out = { main: 0, nice0: 0, niceOther: 0, nice19: 0 };
+  /** @param {number} p */
+  const visit = (p) => {
+    /** @type {string[]} */
+    let tids;
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${p}/task/${tid}/stat`, "utf8");
+        const nice = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+        const ms = Number(readFileSync(`/proc/${p}/task/${tid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+        if (p === pid && Number(tid) === pid) out.main += ms;
+        else if (nice >= 19) out.nice19 += ms;
+        else if (nice === 0) out.nice0 += ms;
+        else out.niceOther += ms;
+        for (const c of readFileSync(`/proc/${p}/task/${tid}/children`, "utf8").split(" ").filter(Boolean)) visit(Number(c));
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
+  };
+  if (!existsSync(`/proc/${pid}/task`)) return null;
+  visit(pid);
+  return out;
 }

@@ -7,7 +7,7 @@
 // the routes (a delete too) answer 503, an instance started meanwhile starts and answers, and after
 // its restart the records waiting in the queues and new ones are written; max_records caps each
 // instance's own records and retention takes every instance's; a store of a newer schema version is
-// refused at start. Reads past the reader threads' queue (held by a table lock) are refused by the
+// refused at start. Reads past the reader processes' queue (held by a table lock) are refused by the
 // recorder actor's guard.
 import Database from "better-sqlite3";
 import { join } from "node:path";
@@ -238,7 +238,7 @@ describe("PostgreSQL query store", () => {
   }, 40_000);
 
   test("reads past the readers' queue are refused by the actor's guard (503), and those admitted are answered", async () => {
-    // The reads are held by a lock on the records table: two run (one per reader thread), the rest wait.
+    // The reads are held by a lock on the records table: two run (one per reader process), the rest wait.
     const locker = new pg.Client({ connectionString: server.url() });
     await locker.connect();
     const held: Promise<Response>[] = [];

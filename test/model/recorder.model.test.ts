@@ -254,7 +254,7 @@ plugins:
     actor.stop();
   });
 
-  test("a read is admitted while fewer than the limit wait for a reader thread; past it the guard's 503", () => {
+  test("a read is admitted while fewer than the limit wait for a reader process; past it the guard's 503", () => {
     const readers = { open: true, waiting: 31, limit: 32 };
     const actor = createActor(model, { input: { tag: "rec", cleanupIntervalMs: 60_000, flushIntervalMs: 200, readers } }).start();
     const read = { type: "RECORDS.READ", requestId: "x" } as const;

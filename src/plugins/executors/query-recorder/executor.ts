@@ -3,7 +3,7 @@
 // SQL, no message per query. A full batch, or the actor's flush tick, hands the batch to the
 // writer thread (transferred, not copied). At most `queue_size` records wait between capture and
 // commit; past that a record is dropped and counted, never waited for. Reads for the API go to
-// reader threads. The `recorder:<tag>` actor (control.ts) starts, flushes and restarts the writer;
+// reader processes. The `recorder:<tag>` actor (control.ts) starts, flushes and restarts the writer;
 // this class keeps the current one as the plain reference the DNS thread hands batches to.
 
 import { mkdirSync } from "node:fs";
@@ -364,7 +364,7 @@ export class QueryRecorder implements ExecutorPlugin {
     return this.writer.request({ t: "cleanup", now: Date.now() });
   }
 
-  /** The reader threads' queue, the cell the actor's read admission (recorderReadersFree) reads. */
+  /** The reader processes' queue, the cell the actor's read admission (recorderReadersFree) reads. */
   get readerLoad(): ReaderLoad {
     return this.readers.load;
   }

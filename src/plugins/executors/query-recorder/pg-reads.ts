@@ -1,4 +1,4 @@
-// The records and stats routes against the PostgreSQL store, as a reader thread runs them: the same
+// The records and stats routes against the PostgreSQL store, as a reader process runs them: the same
 // filters (filters.ts) translated to SQL over `records_v1`, the same response bodies (the shape
 // builders of stats.ts and json.ts). Every statement is bounded by the connection's
 // statement_timeout; pages and top lists by LIMIT.

@@ -1,4 +1,4 @@
-// Messages between the DNS thread and the recorder's worker threads, and where the compiled workers are.
+// Messages between the DNS thread and the recorder's writer thread and reader processes, and where the compiled workers are.
 
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,6 +68,9 @@ export interface ReaderJob {
   request: ReadRequest;
 }
 
+/** To a reader process: its data first, then jobs. */
+export type ReaderMessage = { t: "open"; data: ReaderData } | ({ t: "read" } & ReaderJob);
+
 /** From a reader: the response body as JSON text, or an error with its API code. */
 export type ReaderReply = { id: number; ok: true; json: string } | { id: number; ok: false; code: string; message: string };
 
@@ -78,6 +81,7 @@ export function workerFile(name: "writer-worker" | "reader-worker"): string {
   return here.endsWith(".ts") ? resolve(dirname(here), "..", "..", "..", "..", "dist", "src", "plugins", "executors", "query-recorder", `${name}.js`) : join(dirname(here), `${name}.js`);
 }
 
-/** Nice value of the worker threads (Linux sets it per thread): DNS on the main thread always goes first. */
+/** Nice value of the writer thread (Linux sets it per thread): DNS on the main thread goes first. */
 export const WRITER_NICE = 10;
+/** Nice value of every thread of a reader process (the lowest). */
 export const READER_NICE = 19;

@@ -1,35 +1,35 @@
-// A recorder reader thread: a read-only connection that answers one API request at a time and
+// A recorder reader process: a read-only connection that answers one API request at a time and
 // hands back the response body as JSON text, so neither the query nor the serialisation of a
 // large page runs on the event loop that serves DNS. Each request reads one snapshot (a read
 // transaction), so a page or a statistic never mixes two states of the database. With a
 // PostgreSQL store the connection is PostgreSQL's (pg-reads.ts), opened again after a failure.
+//
+// A process, not a thread: every thread of it runs at nice 19, V8's garbage-collection and compiler
+// helpers included. A reader thread's allocations were collected by the DNS process's shared helper
+// threads at nice 0, which took the core from DNS at equal weight (docs/operations.md, "Reads").
 
-import { setPriority } from "node:os";
-import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import type pg from "pg";
 import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
 import { pgAnswer } from "./pg-reads.js";
+import { lowerEveryThread } from "./priority.js";
 import { isConnectionError, pgClient, type PgOptions } from "./pg-schema.js";
-import { READER_NICE, type ReaderData, type ReaderJob, type ReaderReply } from "./protocol.js";
+import { READER_NICE, type ReaderData, type ReaderMessage, type ReaderReply } from "./protocol.js";
 import { recordById, recordsPage } from "./records.js";
 import { configureReader, hasCurrentSchema } from "./schema.js";
 import { distribution, latency, plugins, timeseries, topClients, topNames } from "./stats.js";
 
-const data = workerData as ReaderData;
-if (!parentPort || data?.role !== "query-recorder-reader") throw new Error("reader-worker.ts runs as a query recorder's worker thread");
-const port = parentPort;
+if (!process.send) throw new Error("reader-worker.js runs as a query recorder's reader process (forked with an IPC channel)");
+const send = process.send.bind(process) as (m: ReaderReply) => boolean;
 
-try {
-  setPriority(READER_NICE);
-} catch {
-  // Not permitted here: reads then compete with DNS at equal priority.
-}
+lowerEveryThread(READER_NICE);
+// The recorder is gone (its process ended or closed the channel): nothing is left to answer.
+process.on("disconnect", () => process.exit(0));
 
-function sqliteReader(path: string): (req: ReadRequest) => Promise<string> {
+function sqliteReader(path: string, cacheMb: number): (req: ReadRequest) => Promise<string> {
   const db = new Database(path, { readonly: true, fileMustExist: true });
-  configureReader(db, data.cacheMb);
+  configureReader(db, cacheMb);
   const answer = (req: ReadRequest): object => {
     switch (req.op) {
       case "records":
@@ -93,18 +93,24 @@ function pgReader(o: PgOptions): (req: ReadRequest) => Promise<string> {
   };
 }
 
-function reader(): (req: ReadRequest) => Promise<string> {
+function reader(data: ReaderData): (req: ReadRequest) => Promise<string> {
   if (data.postgres !== null) return pgReader(data.postgres);
-  if (data.path !== null) return sqliteReader(data.path);
+  if (data.path !== null) return sqliteReader(data.path, data.cacheMb);
   throw new Error("a recorder reader needs a SQLite path or a PostgreSQL store");
 }
 
-const read = reader();
+// The first message is the reader's data, then one job at a time.
+let read: ((req: ReadRequest) => Promise<string>) | null = null;
 
-port.on("message", ({ id, request }: ReaderJob) => {
+process.on("message", (m: ReaderMessage) => {
+  if (m.t === "open") {
+    read = reader(m.data);
+    return;
+  }
+  const { id, request } = m;
+  if (read === null) throw new Error("a recorder reader was sent a read before its data");
   read(request).then(
-    (json) => port.postMessage({ id, ok: true, json } satisfies ReaderReply),
-    (err: unknown) =>
-      port.postMessage((err instanceof RouteError ? { id, ok: false, code: err.code, message: err.message } : { id, ok: false, code: "query_recorder_read_failed", message: `reading the recorder's database failed: ${(err as Error).message}` }) satisfies ReaderReply),
+    (json) => send({ id, ok: true, json }),
+    (err: unknown) => send(err instanceof RouteError ? { id, ok: false, code: err.code, message: err.message } : { id, ok: false, code: "query_recorder_read_failed", message: `reading the recorder's database failed: ${(err as Error).message}` }),
   );
 });

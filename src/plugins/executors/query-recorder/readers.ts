@@ -1,15 +1,17 @@
-// Reader threads for the API: at most MAX_READERS, each with one request at a time, started when
-// needed and stopped when idle. A read that runs past READ_TIMEOUT_MS ends its thread. How many wait
-// is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while the pool is open
+// Reader processes for the API: at most MAX_READERS, each with one request at a time, started when
+// needed and stopped when idle. A read that runs past READ_TIMEOUT_MS ends its process. They are
+// processes so that all of a read's work, V8's collection of its garbage included, runs at nice 19
+// (reader-worker.ts); they share Sluice's session (so its autogroup: nice counts against DNS).
+// How many wait is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while the pool is open
 // (guard recorderReadersOpen) and fewer than MAX_WAITING wait (recorderReadersFree), else 503
-// query_recorder_unavailable. An admitted read that cannot be completed (its thread failed, it ran
+// query_recorder_unavailable. An admitted read that cannot be completed (its process failed, it ran
 // too long, the pool closed before it ran) fails with 503 query_recorder_read_failed.
 
-import { Worker } from "node:worker_threads";
+import { fork, type ChildProcess } from "node:child_process";
 import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
-import { workerFile, type ReaderData, type ReaderJob, type ReaderReply } from "./protocol.js";
+import { workerFile, type ReaderData, type ReaderMessage, type ReaderReply } from "./protocol.js";
 
 /** Two: a dashboard's burst of stats requests overlaps, and DNS keeps a core on a 2-core host. */
 export const MAX_READERS = 2;
@@ -24,27 +26,49 @@ interface Job {
 }
 
 class Reader {
-  readonly worker: Worker;
+  readonly child: ChildProcess;
   job: (Job & { timer: NodeJS.Timeout }) | null = null;
   idle: NodeJS.Timeout | null = null;
   private nextId = 0;
   gone = false;
+  readonly exited: Promise<void>;
 
   constructor(data: ReaderData, onGone: (r: Reader) => void) {
-    this.worker = new Worker(workerFile("reader-worker"), { workerData: data, stdout: false, stderr: false });
-    this.worker.unref();
-    this.worker.on("message", (m: ReaderReply) => {
+    // No inherited flags (a test runner's loaders); stderr shared, as a thread's was.
+    this.child = fork(workerFile("reader-worker"), [], { execArgv: [], serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    this.child.unref();
+    this.child.channel?.unref();
+    this.post({ t: "open", data });
+    this.child.on("message", (m: ReaderReply) => {
       const job = this.take();
       if (!job) return;
       if (m.ok) job.resolve(m.json);
       else job.reject(new RouteError(m.code, m.message));
     });
-    this.worker.on("error", (err) => this.take()?.reject(new RouteError("query_recorder_read_failed", `the recorder's reader failed: ${err.message}`)));
-    this.worker.once("exit", () => {
-      this.gone = true;
-      this.take()?.reject(new RouteError("query_recorder_read_failed", "the recorder's reader stopped"));
-      onGone(this);
+    this.exited = new Promise((resolve) => {
+      // "error" (it could not be started or signalled) may come with or without "exit".
+      const end = (why: string): void => {
+        if (this.gone) return;
+        this.gone = true;
+        this.take()?.reject(new RouteError("query_recorder_read_failed", why));
+        onGone(this);
+        resolve();
+      };
+      this.child.on("error", (err) => {
+        end(`the recorder's reader failed: ${err.message}`);
+        this.stop();
+      });
+      this.child.once("exit", () => end("the recorder's reader stopped"));
     });
+  }
+
+  private post(m: ReaderMessage): void {
+    // A reader that is gone fails its job through "exit"; a send to it only reports that.
+    if (this.child.connected) this.child.send(m, (err) => err && this.stop());
+  }
+
+  stop(): void {
+    this.child.kill("SIGKILL");
   }
 
   private take(): Job | null {
@@ -59,10 +83,10 @@ class Reader {
     this.idle = null;
     const timer = setTimeout(() => {
       this.take()?.reject(new RouteError("query_recorder_read_failed", `the read took longer than ${READ_TIMEOUT_MS / 1000} s and was stopped`));
-      void this.worker.terminate();
+      this.stop();
     }, READ_TIMEOUT_MS);
     this.job = { ...job, timer };
-    this.worker.postMessage({ id: ++this.nextId, request: job.request } satisfies ReaderJob);
+    this.post({ t: "read", id: ++this.nextId, request: job.request });
   }
 }
 
@@ -115,7 +139,7 @@ export class ReaderPool {
 
   private finished(r: Reader): void {
     if (!r.gone) {
-      r.idle = setTimeout(() => void r.worker.terminate(), IDLE_MS);
+      r.idle = setTimeout(() => r.stop(), IDLE_MS);
       r.idle.unref();
     }
     this.dispatch();
@@ -125,7 +149,12 @@ export class ReaderPool {
     this.load.open = false;
     for (const job of this.waiting.splice(0)) job.reject(new RouteError("query_recorder_read_failed", "the recorder stopped before the read ran"));
     this.load.waiting = 0;
-    await Promise.all(this.readers.map((r) => r.worker.terminate()));
+    await Promise.all(
+      this.readers.map((r) => {
+        r.stop();
+        return r.exited;
+      }),
+    );
     this.readers = [];
   }
 }

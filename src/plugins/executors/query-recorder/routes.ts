@@ -1,6 +1,6 @@
 // The recorder's routes under /api/plugins/<tag>/: records (page, one, delete), the stats and the
 // live stream. Reads are admitted by the recorder:<tag> actor (RECORDS.READ: refused while the
-// reader threads' queue is full) and answered by reader threads as JSON text; the delete goes
+// reader processes' queue is full) and answered by reader processes as JSON text; the delete goes
 // through the actor (one at a time, only with a running writer).
 
 import { RefusedError, ActorGoneError, jsonReply, RouteError, sseReply, type PluginRoute, type RoutePlugin } from "../../../registry/control.js";
@@ -35,7 +35,7 @@ const query = (extra: Record<string, object> = {}): object => ({ type: "object",
 const READ_ERRORS = ["query_recorder_unavailable", "query_recorder_read_failed"];
 
 
-/** Admitted by the actor (a refusal names its guard), then read on a reader thread. */
+/** Admitted by the actor (a refusal names its guard), then read in a reader process. */
 async function read(plugin: RoutePlugin<QueryRecorder>, request: ReadRequest): Promise<object> {
   await plugin.concern.ask({ type: "RECORDS.READ" });
   return jsonReply(await plugin.view.read(request));

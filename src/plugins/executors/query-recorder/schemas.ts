@@ -1,4 +1,4 @@
-// Response schemas of the recorder's routes (routes.ts). The reader threads write the answers as
+// Response schemas of the recorder's routes (routes.ts). The reader processes write the answers as
 // JSON text, so these are not used to serialise: they document the answers (json.ts, stats.ts,
 // records.ts, pg-reads.ts write them) in /api/openapi.json, and webui/src/shapes.ts derives the
 // dashboard's types from them. Imports only other schema files: the dashboard's typecheck reads this file.
