@@ -54,10 +54,11 @@ export function buildRecord(host: ApiHost): Record<string, unknown> {
 export function healthRecord(host: ApiHost): { body: Record<string, unknown>; ready: boolean } {
   const workers = host.workersStatus();
   // With data-plane workers, DNS is answered while one of them serves; fewer than expected is "degraded".
-  const ready = pluginsReady(host) && (workers === null || workers.alive > 0);
+  const initialised = pluginsReady(host);
+  const ready = initialised && (workers === null || workers.alive > 0);
   const servers = serverCount(host);
   const serverStartup = ready && servers > 0 ? "ok" : "not_ready";
-  const pluginInit = ready ? "ok" : "not_ready";
+  const pluginInit = initialised ? "ok" : "not_ready";
   const redis = host.redisStatus();
   return {
     ready,
@@ -74,7 +75,7 @@ export function healthRecord(host: ApiHost): { body: Record<string, unknown>; re
         ...(redis.configured ? { redis: redis.ok ? "ok" : "down" } : {}),
         ...(workers ? { workers: workers.alive === workers.expected ? "ok" : workers.alive > 0 ? "degraded" : "down" } : {}),
       },
-      plugins: { total: ready ? (host.liveRuntime()?.plugins.size ?? 0) : 0, servers },
+      plugins: { total: initialised ? (host.liveRuntime()?.plugins.size ?? 0) : 0, servers },
       ...(workers ? { workers } : {}),
     },
   };
