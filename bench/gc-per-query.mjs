@@ -50,7 +50,7 @@ function freePort() {
  * @param {string} text
  */
 export function gcTotals(text) {
-  const t = { scavenges: 0, scavengePauseMs: 0, maxScavengePauseMs: 0, others: 0, otherPauseMs: 0, allocated: 0 };
+  const t = { scavenges: 0, scavengePauseMs: 0, maxScavengePauseMs: 0, sweepArrayBuffersMs: 0, others: 0, otherPauseMs: 0, allocated: 0 };
   for (const line of text.split("\n")) {
     const kind = / gc=(\S+)/.exec(line)?.[1];
     if (kind === undefined) continue;
@@ -60,6 +60,8 @@ export function gcTotals(text) {
       t.scavenges++;
       t.scavengePauseMs += pause;
       t.maxScavengePauseMs = Math.max(t.maxScavengePauseMs, pause);
+      // Freeing the backing stores of dead ArrayBuffers: Node gives every received datagram one of its own.
+      t.sweepArrayBuffersMs += Number(/ scavenge\.sweep_array_buffers=([\d.]+)/.exec(line)?.[1] ?? 0);
     } else {
       t.others++;
       t.otherPauseMs += pause;
@@ -103,7 +105,7 @@ try {
   const lat = latencySummary(run.latencies, run.stats.lost);
   console.log(`${LAUNCHER ? "bin/sluice" : "node dist/src/cli.js"}, node options: ${ran}; idle ${IDLE_SECONDS} s before; ${answered} queries answered at ${QPS} QPS, ${run.stats.lost} lost`);
   console.log(`allocated: ${(t.allocated / answered).toFixed(0)} bytes/query (${(t.allocated / 1048576).toFixed(1)} MiB)`);
-  console.log(`scavenges: ${per100k(t.scavenges)} per 100k queries (${(t.allocated / Math.max(1, t.scavenges) / 1048576).toFixed(1)} MiB allocated between two), pause ${per100k(t.scavengePauseMs)} ms per 100k (mean ${(t.scavengePauseMs / Math.max(1, t.scavenges)).toFixed(2)} ms, max ${t.maxScavengePauseMs.toFixed(2)} ms)`);
+  console.log(`scavenges: ${per100k(t.scavenges)} per 100k queries (${(t.allocated / Math.max(1, t.scavenges) / 1048576).toFixed(1)} MiB allocated between two), pause ${per100k(t.scavengePauseMs)} ms per 100k (mean ${(t.scavengePauseMs / Math.max(1, t.scavenges)).toFixed(2)} ms, max ${t.maxScavengePauseMs.toFixed(2)} ms; of which sweeping ArrayBuffers ${per100k(t.sweepArrayBuffersMs)} ms)`);
   console.log(`other collections: ${t.others} (pause ${t.otherPauseMs.toFixed(1)} ms)`);
   console.log(`latency (under whatever else runs on the machine): avg ${lat.avgMs?.toFixed(3)} ms, p99 ${lat.p99Ms?.toFixed(3) ?? "—"} ms`);
   await stop(sluice);
