@@ -20,7 +20,7 @@ import { cpuByPriority, generateRecords, recorderMetrics, timeRoute, waitDrained
 import { startSink, webhookAt20k } from "./lib/webhook.mjs";
 import { rssPair } from "./lib/clients.mjs";
 import { runWorkers, workersLines } from "./lib/workers.mjs";
-import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsSummary, recorderStatsTable, resultsTable, rssLines, targetsTable } from "./lib/report.mjs";
+import { judgeTargets, memoryTable, providerLines, purposes, recordReadme, recorderStatsSummary, recorderStatsTable, resultsTable, rssLines, tailLine, targetsTable } from "./lib/report.mjs";
 import { checkPrerequisites, cpuReading, cpuShares, machineInfo, prepareData } from "./lib/setup.mjs";
 
 /** @typedef {import("./lib/report.mjs").ScenarioResult} ScenarioResult */
@@ -203,8 +203,10 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
  */
 function startSluice(config, port, probe, ctx, extraEnv = {}) {
   const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, CLIENTS: ctx.clients, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), SINK_PORT: String(PORTS.sink), ...extraEnv };
-  const args = [cli, "start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
-  return startServer("sluice", process.execPath, args, port, probe, { env, cwd: ctx.tmp });
+  // Through the launcher, as installed releases and the Debian package run it: the node options it adds count
+  // (the young generation's size: bench/README.md, "Latency"). It runs dist/src/cli.js on this node.
+  const args = ["start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
+  return startServer("sluice", join(ROOT, "bin", "sluice"), args, port, probe, { env: { ...env, SLUICE_NODE: process.execPath }, cwd: ctx.tmp });
 }
 
 /**
@@ -577,7 +579,13 @@ async function main() {
     const workers = withWorkers
       ? (log("workers: cache-hot with workers: 1 and workers: 2 (CPU per answered query, pinned; saturation unpinned)"),
         await runWorkers({
-          startSluice: (env, cpus) => startServer("sluice", process.execPath, [cli, "start", "-c", join(BENCH, "configs", "workers.yaml"), "-d", tmp], PORTS.sluice, PROBE_NAME.local, { env: { ...process.env, PORT: String(PORTS.sluice), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, ...env }, cwd: tmp, cpus }),
+          // Through the launcher, as startSluice does (its node options are the workers' too).
+          startSluice: (env, cpus) =>
+            startServer("sluice", join(ROOT, "bin", "sluice"), ["start", "-c", join(BENCH, "configs", "workers.yaml"), "-d", tmp], PORTS.sluice, PROBE_NAME.local, {
+              env: { ...process.env, PORT: String(PORTS.sluice), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, SLUICE_NODE: process.execPath, ...env },
+              cwd: tmp,
+              cpus,
+            }),
           stop,
           port: PORTS.sluice,
           file: ctx.queries.local,
@@ -627,6 +635,8 @@ async function report(results, memory, stats, began, interference, cluster, work
     `Saturation: \`${flags.saturation}\`. Latency: \`${flags.latency}\`. Pinning: ${flags.pinning}.`,
   ];
   if (results.length > 0) sections.push(purposes(results), resultsTable(results));
+  const tail = tailLine(results);
+  if (tail) sections.push(tail);
   if (results.some((r) => r.cache)) sections.push("Cache hit rates (each Sluice's cache metrics over the saturation rounds and over the 20 000 QPS rounds):", cacheTable(results));
   if (results.some((r) => r.provider)) sections.push(providerLines(results));
   if (results.some((r) => r.rss)) sections.push(rssLines(results));

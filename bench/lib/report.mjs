@@ -350,6 +350,29 @@ export function rssDelta(samples) {
   return { sluiceMiB, plainMiB, deltaMB: ((sluiceMiB - plainMiB) * 2 ** 20) / 1e6, startMiB: start ? [start.sluiceMiB, start.plainMiB] : [] };
 }
 
+/**
+ * The cache-hot tail against its target: Sluice's p99 at 20 000 QPS over unbound's (the calmer round of each,
+ * as in the table), then every round's p99, since a neighbour's burst can decide one round. Null without cache-hot.
+ * @param {ScenarioResult[]} scenarios
+ */
+export function tailLine(scenarios) {
+  const s = scenarios.find((x) => x.name === "cache-hot");
+  if (!s) return null;
+  /** @param {string} name */
+  const p99 = (name) => s.servers[name]?.latency?.p99Ms ?? null;
+  /** @param {string} name */
+  const rounds = (name) => (s.servers[name]?.latencyRounds ?? []).map((l) => (l.p99Ms === null ? ">1% lost" : fmt(l.p99Ms, 3))).join(", ") || "—";
+  const mine = p99("sluice");
+  const theirs = p99("unbound");
+  const ratio = mine !== null && theirs !== null ? mine / theirs : null;
+  const verdict = ratio === null ? "not judged" : ratio <= 2 ? "PASS" : "MISS";
+  return (
+    `**cache-hot tail** at 20 000 QPS: Sluice p99 ${fmt(mine, 3)} ms ÷ unbound's ${fmt(theirs, 3)} ms = **${fmt(ratio, 2)} ×** ` +
+    `(target ≤ 2 ×: ${verdict}); the ceiling's ${fmt(p99("ceiling"), 3)} ms. p99 of every round (ms): Sluice ${rounds("sluice")}; ` +
+    `unbound ${rounds("unbound")}; ceiling ${rounds("ceiling")}.`
+  );
+}
+
 /** One line per scenario whose RSS was read beside the plain Sluice's. @param {ScenarioResult[]} scenarios */
 export function rssLines(scenarios) {
   return scenarios

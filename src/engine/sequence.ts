@@ -139,16 +139,18 @@ export class CompiledSequence implements Executor {
       if (test !== null && !(ctx.path === null ? test(ctx) : this.matches(rule, ctx, i))) continue;
       const res = ctx.path === null ? rule.action(ctx, this.conts[i]) : this.recorded(rule, ctx, i);
       if (rule.continuation) return res;
-      if (isPromise(res)) {
-        const after = i + 1;
-        return res.then((s) => {
-          ctx.callDepth = level;
-          return s === Step.Next ? this.runFrom(ctx, after) : s;
-        });
-      }
+      if (isPromise(res)) return this.resume(res, ctx, level, i + 1);
       if (res !== Step.Next) return res;
     }
     return Step.Next;
+  }
+
+  // Apart from runFrom(): a closure there would make every call allocate its scope, synchronous rules included.
+  private resume(res: Promise<Step>, ctx: DnsContext, level: number, after: number): Promise<Step> {
+    return res.then((s) => {
+      ctx.callDepth = level;
+      return s === Step.Next ? this.runFrom(ctx, after) : s;
+    });
   }
 
   private matches(rule: CompiledRule, ctx: DnsContext, index: number): boolean {

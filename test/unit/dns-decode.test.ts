@@ -4,7 +4,7 @@
 import { describe, expect, test } from "vitest";
 import { QTYPE } from "../../src/dns/constants.js";
 import { decodeMessage, encodeMessage, messageRcode, WireFormatError } from "../../src/dns/message.js";
-import { decodeQuery, MAX_EDNS_OPTIONS, MAX_QUERY_BYTES } from "../../src/dns/query.js";
+import { decodeQuery, emptyDecodedQuery, MAX_EDNS_OPTIONS, MAX_QUERY_BYTES } from "../../src/dns/query.js";
 import { rdataName, readSoa } from "../../src/dns/rdata.js";
 import { indexMessage } from "../../src/dns/view.js";
 import { PacketBuilder } from "../helpers/wire.js";
@@ -225,5 +225,46 @@ describe("decodeQuery bounds", () => {
     expect(() => decodeQuery(padded(MAX_QUERY_BYTES + 1))).toThrow(/larger than 4096 bytes/);
     // Garbage past the header is not looked at.
     expect(() => decodeQuery(Buffer.alloc(MAX_QUERY_BYTES + 1, 0xc0))).toThrow(/larger than 4096 bytes/);
+  });
+});
+
+describe("decodeQuery into a server's reused result", () => {
+  const query = (name: string, options: number): Buffer =>
+    encodeMessage({
+      id: 7,
+      flags: 0x0100,
+      questions: [{ name, type: A, class: 1 }],
+      answers: [],
+      authorities: [],
+      additionals: [],
+      edns: { udpSize: 1232, extRcode: 0, version: 0, flags: 0, options: Array.from({ length: options }, () => ({ code: 10, data: Buffer.alloc(8, 1) })) },
+    });
+
+  test("each decode overwrites the result, on the fast and the general path, and equals a fresh decode", () => {
+    const into = emptyDecodedQuery();
+    const first = query("First.Example", 0);
+    expect(decodeQuery(first, into)).toBe(into);
+    expect(into).toEqual(decodeQuery(first));
+    expect(into.qname).toBe("first.example");
+    // A label with a space in it takes the general decoder; it fills the same object.
+    const spaced = Buffer.from([0, 8, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, 0x61, 0x20, 0x62, 0, 0, 1, 0, 1]);
+    decodeQuery(spaced, into);
+    expect(into).toEqual(decodeQuery(spaced));
+    expect(into.questionEnd).toBe(spaced.length);
+    expect(into.message.questions[0].name).not.toBe("first.example");
+    const second = query("second.example", 1);
+    decodeQuery(second, into);
+    expect(into).toEqual(decodeQuery(second));
+    expect(into.questionEnd).toBe(12 + "second.example".length + 2 + 4);
+  });
+
+  test("an OPT record without options shares one frozen list: a plugin must replace it, not push to it", () => {
+    const a = decodeQuery(query("a.example", 0)).message.edns!;
+    const b = decodeQuery(query("b.example", 0)).message.edns!;
+    expect(a.options).toHaveLength(0);
+    expect(a.options).toBe(b.options);
+    expect(() => a.options.push({ code: 8, data: Buffer.alloc(0) })).toThrow(TypeError);
+    // With options, each query has its own list.
+    expect(decodeQuery(query("c.example", 1)).message.edns!.options).not.toBe(decodeQuery(query("c.example", 1)).message.edns!.options);
   });
 });

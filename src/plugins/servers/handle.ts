@@ -7,7 +7,7 @@
 
 import { FLAG, RCODE } from "../../dns/constants.js";
 import { encodeMessage, replyTo } from "../../dns/message.js";
-import { decodeQuery, MAX_QUERY_BYTES, type DecodedQuery } from "../../dns/query.js";
+import { decodeQuery, emptyDecodedQuery, MAX_QUERY_BYTES, type DecodedQuery } from "../../dns/query.js";
 import type { DnsResponse } from "../../dns/response.js";
 import { fitUdp, setId, udpLimit } from "../../dns/view.js";
 import type { ClientDirectory } from "../../engine/clients.js";
@@ -55,6 +55,8 @@ export type Answer = Buffer | null;
 export class QueryHandler {
   /** This handler's own count; the gauge is shared with a successor built by a reload. */
   private pending = 0;
+  /** Reused by every query: its fields are read before anything can await. */
+  private readonly decoded: DecodedQuery = emptyDecodedQuery();
   /** The runtime's `clients` provider, set when the server starts (null: none declared). */
   clients: ClientDirectory | null = null;
 
@@ -80,9 +82,9 @@ export class QueryHandler {
       this.stats.dropped.value++;
       return headerReply(raw, RCODE.FORMERR);
     }
-    let decoded: DecodedQuery;
+    const decoded = this.decoded;
     try {
-      decoded = decodeQuery(raw);
+      decodeQuery(raw, decoded);
     } catch {
       this.stats.dropped.value++;
       return headerReply(raw, RCODE.FORMERR);
@@ -109,13 +111,16 @@ export class QueryHandler {
     } catch (err) {
       return this.failed(ctx, err, limit);
     }
-    if (isPromise(result)) {
-      return result.then(
-        (step) => this.finish(ctx, step, limit),
-        (err: unknown) => this.failed(ctx, err, limit),
-      );
-    }
+    if (isPromise(result)) return this.settle(result, ctx, limit);
     return this.finish(ctx, result, limit);
+  }
+
+  // Apart from handle(): closures here would make every call of handle() allocate their scope, answered at once or not.
+  private settle(result: Promise<Step>, ctx: DnsContext, limit: number): Promise<Answer> {
+    return result.then(
+      (step) => this.finish(ctx, step, limit),
+      (err: unknown) => this.failed(ctx, err, limit),
+    );
   }
 
   /**

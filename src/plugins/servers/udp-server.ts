@@ -2,14 +2,20 @@
 // `max_udp_size` so a small query cannot draw a large answer (TC when cut). With `proxy_protocol`
 // each datagram from a trusted balancer may start with a PROXY v2 header naming the client.
 
+import type { Socket } from "node:dgram";
 import { parseListen } from "../../config/listen.js";
 import { isPromise } from "../../engine/types.js";
 import { definePlugin } from "../../registry/types.js";
-import { QueryHandler, serverStats } from "./handle.js";
+import { QueryHandler, serverStats, type Answer } from "./handle.js";
 import { UDP, type UdpHandler } from "./listeners.js";
 import { ProxyPolicy, proxyStats } from "./proxy-protocol.js";
 import { checkServerArgs, DRAIN_TIMEOUT_MS, serverArgProperties, serverDependencies, type ServerArgs } from "./server-common.js";
 import { serverFailureLog } from "./failure-log.js";
+
+/** An answer that needs I/O first. A function of its own: a closure in the message handler would make every datagram allocate its scope. */
+function sendLater(socket: Socket, answer: Promise<Answer>, port: number, address: string): void {
+  void answer.then((a) => a && socket.send(a, port, address));
+}
 
 interface UdpServerArgs extends ServerArgs {
   max_udp_size: number;
@@ -42,7 +48,7 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
         ? (msg, rinfo) => {
             const answer = handler.handle(msg, rinfo.address, rinfo.port);
             if (answer === null) return;
-            if (isPromise(answer)) void answer.then((a) => a && socket.send(a, rinfo.port, rinfo.address));
+            if (isPromise(answer)) sendLater(socket, answer, rinfo.port, rinfo.address);
             else socket.send(answer, rinfo.port, rinfo.address);
           }
         : (msg, rinfo) => {
@@ -50,7 +56,7 @@ export const udpServer = definePlugin<UdpServerArgs, "server">({
             if (at < 0) return;
             const answer = handler.handle(at === 0 ? msg : msg.subarray(at), proxy.client.address, proxy.client.port);
             if (answer === null) return;
-            if (isPromise(answer)) void answer.then((a) => a && socket.send(a, rinfo.port, rinfo.address));
+            if (isPromise(answer)) sendLater(socket, answer, rinfo.port, rinfo.address);
             else socket.send(answer, rinfo.port, rinfo.address);
           };
     return {
