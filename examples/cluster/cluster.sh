@@ -52,9 +52,19 @@ export SLUICE_API_PASSWORD SLUICE_UPSTREAM SLUICE_PG_URL
 
 say() { printf '%s\n' "$*" >&2; }
 
+# Whether process $1 still runs. A zombie has exited already: what this script starts outlives it, so
+# PID 1 collects it, which some container inits do only every second or two.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0 # no /proc here: kill -0 is all there is
+  stat="${stat##*) }"
+  [ "${stat%% *}" != Z ]
+}
+
 running() {
   local f="$PIDS/$1.pid"
-  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+  [ -s "$f" ] && alive "$(cat "$f")"
 }
 
 # Waits up to $2 seconds for command $3... to succeed.
@@ -159,10 +169,10 @@ stop_one() {
   if [ "$name" = postgres ]; then stop_postgres; return 0; fi
   [ -s "$f" ] || return 0
   pid="$(cat "$f")"
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && kill -KILL "$pid" 2>/dev/null || true
     say "$name stopped (pid $pid)"
   fi
   rm -f "$f"
