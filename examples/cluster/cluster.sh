@@ -5,8 +5,10 @@
 # by that PID; PostgreSQL (data in $CLUSTER_DIR/pg, only a unix socket, in $CLUSTER_DIR/pg-run) is
 # started and stopped with pg_ctl, as the postgres user when this runs as root.
 #
-#   cluster.sh start                 start redis, postgres, the instances (A, then B and C), dnsdist; wait until each answers
-#   cluster.sh stop                  stop everything this script started (TERM, then KILL after 10 s; postgres: pg_ctl -m fast)
+#   cluster.sh start                 start redis and postgres, then A, then B and C, then dnsdist (each group side by
+#                                    side); wait until each answers
+#   cluster.sh stop                  stop everything this script started, in the reverse order, each group side by side
+#                                    (TERM, then KILL after 10 s; postgres: pg_ctl -m fast)
 #   cluster.sh status                which processes run
 #   cluster.sh stop-one NAME         stop one process (redis, postgres, dnsdist, a, b, c): failure drills
 #   cluster.sh start-one NAME        start it again
@@ -50,9 +52,19 @@ export SLUICE_API_PASSWORD SLUICE_UPSTREAM SLUICE_PG_URL
 
 say() { printf '%s\n' "$*" >&2; }
 
+# Whether process $1 still runs. A zombie has exited already: what this script starts outlives it, so
+# PID 1 collects it, which some container inits do only every second or two.
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0 # no /proc here: kill -0 is all there is
+  stat="${stat##*) }"
+  [ "${stat%% *}" != Z ]
+}
+
 running() {
   local f="$PIDS/$1.pid"
-  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+  [ -s "$f" ] && alive "$(cat "$f")"
 }
 
 # Waits up to $2 seconds for command $3... to succeed.
@@ -157,23 +169,39 @@ stop_one() {
   if [ "$name" = postgres ]; then stop_postgres; return 0; fi
   [ -s "$f" ] || return 0
   pid="$(cat "$f")"
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && kill -KILL "$pid" 2>/dev/null || true
     say "$name stopped (pid $pid)"
   fi
   rm -f "$f"
 }
 
+# Starts (or stops) the named processes side by side; fails when one of them fails. Each waits for
+# itself (an instance until its API is ready): side by side the waits overlap instead of adding up.
+together() {
+  local action="$1" pids=() failed=0 pid
+  shift
+  for name in "$@"; do "$action" "$name" & pids+=("$!"); done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return "$failed"
+}
+
 case "${1:-}" in
   start)
     # Order: what the instances need first (Redis, PostgreSQL), the primary before its replicas, the balancer last.
-    for p in redis postgres a b c dnsdist; do start_one "$p" || { "$0" stop; exit 1; }; done
+    for group in "redis postgres" a "b c" dnsdist; do
+      # shellcheck disable=SC2086 # a group is a list of names
+      together start_one $group || { "$0" stop; exit 1; }
+    done
     say "cluster up: dig @127.0.0.1 -p $DNSDIST_PORT example.com; API of A: http://127.0.0.1:$SLUICE_A_API_PORT (admin / $CLUSTER_DIR/api-password)"
     ;;
   stop)
-    for p in dnsdist c b a postgres redis; do stop_one "$p"; done
+    for group in dnsdist "c b a" "postgres redis"; do
+      # shellcheck disable=SC2086 # a group is a list of names
+      together stop_one $group || true
+    done
     ;;
   status)
     for p in redis postgres a b c dnsdist; do
@@ -183,7 +211,7 @@ case "${1:-}" in
   start-one) start_one "${2:?name}" ;;
   stop-one) stop_one "${2:?name}" ;;
   *)
-    sed -n '2,18p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
     ;;
 esac
