@@ -37,6 +37,7 @@ plugins:
       groups: [{ name: kids }]
       pause: [pz]
       neighbour_refresh: 0s
+      state_interval: 100ms
   - { tag: c, type: cache, args: { size: 1000, short_circuit: true } }
   - { tag: rec, type: query_recorder, args: { path: rec.db, flush_interval_ms: 20 } }
   - { tag: up, type: forward, args: { upstreams: [{ addr: "127.0.0.1:${upstreamPort}" }] } }
@@ -180,6 +181,12 @@ test("every query is answered while the configuration reloads under load, and ev
     throw new Error(`${String(err)}: ${await counts()}`);
   });
   expect(await metric("query_recorder_dropped_total")).toBe(0);
+  // The workers' seen clients reach the primary's clients provider (every state_interval): every query came from "desk".
+  const deskQueries = async (): Promise<number> =>
+    ((await (await call("/api/plugins/clients/clients")).json()) as { clients: { name: string; seen: { queries: number } | null }[] }).clients.find((c) => c.name === "desk")?.seen?.queries ?? 0;
+  await until(async () => (await deskQueries()) === (await metric("server_request_total")), 5000).catch(async (err: unknown) => {
+    throw new Error(`${String(err)}: desk ${await deskQueries()} queries, ${await metric("server_request_total")} asked`);
+  });
   const page = (await (await call("/api/plugins/rec/records?limit=5&q=load.test")).json()) as { records: { qname?: string }[] };
   expect(page.records.length).toBe(5);
 });

@@ -20,8 +20,8 @@ export const clientsControl: PluginControl<ClientsProvider> = {
             throw env.pluginError(err, "could not read its state file");
           }
         }),
-        // A data-plane worker follows the primary's changes (shared below); the primary writes the file.
-        persist: fromPromise(({ input }: { input: ClientsWrite }) => (env.role === "worker" ? Promise.resolve({ at_ms: Date.now(), written: false }) : clients.persist(input))),
+        // A data-plane worker's "write" tells the primary of its seen clients; the primary writes the file.
+        persist: fromPromise(({ input }: { input: ClientsWrite }) => clients.persist(input)),
         readNeighbours: fromPromise(() => clients.readNeighbours()),
         resolveHostnames: fromPromise(() => clients.resolveHostnames()),
       },

@@ -185,6 +185,13 @@ export class Directory implements ClientDirectory {
     }
   }
 
+  /** Adds a data-plane worker's news (queries since its last report) to what was seen (the primary of workers). */
+  mergeSeen(list: readonly SeenClient[]): void {
+    if (list.length === 0) return;
+    this.memo = new Map();
+    for (const s of list) this.place({ ...s });
+  }
+
   /** Records a host name learned for a seen client (by its key, or its name when named). */
   setHostname(key: string, hostname: string): void {
     const s = this.seenUnnamed.get(key) ?? this.seenNamed.get(key);

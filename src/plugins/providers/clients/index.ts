@@ -38,7 +38,7 @@ export const clientsProvider = definePlugin<ClientsArgs, "provider", ClientsProv
       hostnames: args.hostnames === null ? null : parseBootstrap(args.hostnames),
       hostnameIntervalMs: parseDuration(args.hostname_interval),
     };
-    return new ClientsProvider(ctx.tag, directory, settings, ctx.log, now, ctx.control(ctx.tag));
+    return new ClientsProvider(ctx.tag, directory, settings, ctx.log, now, ctx.control(ctx.tag), ctx.services.process);
   },
   control: clientsControl,
 });

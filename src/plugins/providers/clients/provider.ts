@@ -8,7 +8,8 @@ import type { Logger } from "../../../observability/logger.js";
 import { RouteError } from "../../../registry/control.js";
 import type { ControlHandle, ProviderPlugin } from "../../../registry/types.js";
 import { clientProblems, NAME_PATTERN } from "./args.js";
-import type { Directory } from "./directory.js";
+import type { Directory, SeenClient } from "./directory.js";
+import type { ProcessRole } from "../../../registry/process-role.js";
 import { eachLimited, lookupPtr } from "./hostnames.js";
 import { NoNeighbourTool, readNeighbourTable } from "./neighbours.js";
 import { attachHolder, detachHolder, ownsState, predecessorOf, readStateFile, stateText, withStateLock, writeStateFile, type HandedState, type StateHolder } from "./state.js";
@@ -26,6 +27,25 @@ export interface ClientsSettings {
 
 const NAME = new RegExp(NAME_PATTERN);
 
+/** A worker's seen clients, new queries only, to the primary's provider of the same tag. */
+const SEEN_MESSAGE = "clients.seen";
+
+/** Seen clients as a worker sent them, checked field by field. */
+function seenFrom(value: unknown): SeenClient[] {
+  if (!Array.isArray(value)) return [];
+  const text = (v: unknown): string | null => (typeof v === "string" ? v : null);
+  const out: SeenClient[] = [];
+  for (const v of value as unknown[]) {
+    if (typeof v !== "object" || v === null) continue;
+    const o = v as Record<string, unknown>;
+    const [key, address] = [text(o.key), text(o.address)];
+    const numbers = [o.first_seen_ms, o.last_seen_ms, o.queries];
+    if (key === null || address === null || !numbers.every((n) => typeof n === "number" && Number.isFinite(n))) continue;
+    out.push({ name: text(o.name), key, address, mac: text(o.mac), id: text(o.id), hostname: text(o.hostname), first_seen_ms: o.first_seen_ms as number, last_seen_ms: o.last_seen_ms as number, queries: o.queries as number });
+  }
+  return out;
+}
+
 export class ClientsProvider implements ProviderPlugin, StateHolder {
   /** What the actor last handed to the directory, for the generation a reload makes. */
   private named: NamedClient[] = [];
@@ -33,6 +53,10 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
   /** The text last written, so a state interval with nothing new writes nothing. */
   private lastWritten: string | null = null;
   private lastNeighbourError: string | null = null;
+  /** A data-plane worker: each seen client's query count the primary has been told of. */
+  private readonly reported = new WeakMap<SeenClient, number>();
+  /** The primary of data-plane workers: stops taking their seen clients. */
+  private readonly unlisten: () => void = () => undefined;
 
   constructor(
     readonly tag: string,
@@ -42,8 +66,11 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
     /** Unix ms: the process clock plus services.clockShift. */
     readonly now: () => number,
     private readonly self: ControlHandle,
+    private readonly role: ProcessRole,
   ) {
     attachHolder(settings.path, this);
+    // The workers see the queries; the primary keeps the list the API shows and the file holds.
+    if (role.kind === "primary") this.unlisten = role.channel.listen(SEEN_MESSAGE, tag, (m) => this.directory.mergeSeen(seenFrom(m.seen)));
   }
 
   /** This generation alone changes and writes the state (a reload under way has made a newer one). */
@@ -89,6 +116,8 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
       if (named.length < state.named.length || pauses.length < state.pauses.length) rewrite = true;
       this.publishNamed(named);
       this.directory.restoreSeen(state.seen);
+      // A worker tells the primary only of queries it answered itself.
+      if (this.role.kind === "worker") for (const s of this.directory.seen()) this.reported.set(s, s.queries);
       this.log.info({ path: shownPath, named: named.length, pauses: pauses.length, seen: state.seen.length, from: before !== null ? "reload" : "file" }, "clients state loaded");
       return { named, pauses, now_ms: this.now(), rewrite, ...(await this.firstNeighbours()) };
     });
@@ -130,6 +159,7 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
 
   /** Writes the state and the seen clients, unless the file holds them already or a newer generation owns it. */
   persist(write: ClientsWrite): Promise<ClientsWritten> {
+    if (this.role.kind === "worker") return Promise.resolve(this.reportSeen(this.role));
     const { path, shownPath } = this.settings;
     return withStateLock(path, async () => {
       if (!this.ownsState()) return { at_ms: this.now(), written: false };
@@ -182,7 +212,24 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
   }
 
   /** Waits for the concern's last write, then lets go of the state file. */
+  /**
+   * A data-plane worker's write (each state_interval, and after a change): the primary writes the file;
+   * the worker sends it the queries of its seen clients since the last time, which the primary adds to its own.
+   */
+  private reportSeen(role: Extract<ProcessRole, { kind: "worker" }>): ClientsWritten {
+    const news: SeenClient[] = [];
+    for (const s of this.directory.seen()) {
+      const told = this.reported.get(s) ?? 0;
+      if (s.queries <= told) continue;
+      news.push({ ...s, queries: s.queries - told });
+      this.reported.set(s, s.queries);
+    }
+    if (news.length > 0) role.channel.send({ t: SEEN_MESSAGE, key: this.tag, seen: news });
+    return { at_ms: this.now(), written: false };
+  }
+
   async destroy(): Promise<void> {
+    this.unlisten();
     await this.self.ask({ type: "CLIENTS.STOP" }).catch(() => undefined);
     detachHolder(this.settings.path, this);
   }
