@@ -4,8 +4,9 @@
 // element, NUL, a lone surrogate, non-ASCII) reads back identical through the records route, the
 // detail route and top_qnames — in the name of a query asked over DNS (bytes no UTF-8 text could
 // hold included) and in every text column a record has (written by a second writer of the same
-// store); a batch the server refuses half-way through its COPY is lost alone, counted, and the writer
-// goes on with the next.
+// store); a batch the server refuses half-way through its COPY (a long one too, refused with many
+// chunks sent and many to come) is lost alone, rolled back whole and counted, and the writer goes on
+// with the next on the same connection.
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildQuery, udpExchange } from "../helpers/dns.js";
@@ -141,7 +142,7 @@ describe("PostgreSQL store written with COPY", () => {
     expect((await allRecords(s, "rec", "group=NULL")).map((r) => r.id)).toEqual([hostile.id]);
   });
 
-  test("a batch the server refuses half-way through its COPY is lost alone; the writer goes on", async () => {
+  test("a batch the server refuses half-way through its COPY is lost alone (counted, rolled back whole); the writer goes on", async () => {
     const t = pgNames(SCHEMA).records;
     await db.query(`CREATE FUNCTION ${SCHEMA}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN IF NEW.qname LIKE 'boom.%' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END$$`);
     await db.query(`CREATE TRIGGER refuse BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION ${SCHEMA}.refuse()`);
@@ -157,6 +158,19 @@ describe("PostgreSQL store written with COPY", () => {
       });
       expect(after.map((r) => r.questions_json[0].name).filter((n) => !before.some((b) => b.questions_json[0].name === n))).toEqual(["after.copy.test."]);
       expect(s.logs.map((l) => JSON.stringify(l)).some((l) => l.includes("batch not written to PostgreSQL") && l.includes("refused by the test"))).toBe(true);
+
+      // A long COPY refused in its middle (many chunks sent, many to come): none of its rows stay, and the same connection writes the next batch.
+      const store = new PgRecorderStore({ pg: { url: server.url(), schema: SCHEMA, statementTimeoutMs: 10_000, connectTimeoutMs: 1000 }, instance: "long", maxRecords: 0, retentionMs: 86_400_000 });
+      const row = (name: string): BatchRecord => ({ createdAtMs: Date.now(), elapsedUs: 1, query: buildQuery(name, "A"), response: null, clientIp: "192.0.2.9", clientName: null, clientGroups: [], error: null, steps: [] });
+      try {
+        const long = Array.from({ length: 20_000 }, (_, i) => row(i === 10_000 ? "boom.long.copy.test" : `r${i}.long.copy.test`));
+        await expect(store.insert(long)).rejects.toThrow(/refused by the test/);
+        await store.insert([row("next.long.copy.test")]);
+      } finally {
+        await store.close();
+      }
+      const { rows } = await db.query<{ qname: string }>(`SELECT qname FROM ${t} WHERE instance = 'long'`);
+      expect(rows).toEqual([{ qname: "next.long.copy.test." }]);
     } finally {
       await db.query(`DROP TRIGGER refuse ON ${t}`);
     }
