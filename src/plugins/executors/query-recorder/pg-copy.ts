@@ -131,13 +131,18 @@ export class CopyEncoder {
     return true;
   }
 
-  /** The rows of `batch` as chunks of about CHUNK_BYTES, encoded as they are asked for (each chunk its own memory: the socket may still hold the previous). */
-  *chunks(batch: readonly BatchRecord[]): Generator<Buffer> {
+  /**
+   * `first` and the rest of `rows` as chunks of about CHUNK_BYTES, encoded (and `rows` advanced) as they
+   * are asked for; each chunk its own memory (the socket may still hold the previous). Counts the rows in `encoded`.
+   */
+  *chunks(first: BatchRecord, rows: Iterator<BatchRecord>, encoded: { rows: number }): Generator<Buffer> {
     this.buf = Buffer.allocUnsafe(CHUNK_BYTES);
     this.off = 0;
-    for (let i = 0; i < batch.length; ) {
-      if (this.row(batch[i])) i++;
-      else {
+    for (let r: IteratorResult<BatchRecord> = { done: false, value: first }; r.done !== true; ) {
+      if (this.row(r.value)) {
+        encoded.rows++;
+        r = rows.next();
+      } else {
         yield this.buf.subarray(0, this.off);
         this.buf = Buffer.allocUnsafe(CHUNK_BYTES);
         this.off = 0;
@@ -145,10 +150,5 @@ export class CopyEncoder {
     }
     if (this.off > 0) yield this.buf.subarray(0, this.off);
     this.buf = Buffer.allocUnsafe(0);
-  }
-
-  /** One row as text (tests). */
-  rowText(r: BatchRecord): string {
-    return Buffer.concat([...this.chunks([r])]).toString("utf8");
   }
 }

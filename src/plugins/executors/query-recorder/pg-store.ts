@@ -2,8 +2,8 @@
 // on demand. A batch is one transaction: it first takes an advisory lock shared by every instance
 // writing the store, so ids are committed in increasing order across instances (the stream reads
 // "ids after the last one seen" and must not skip a late commit), then streams the rows with
-// `COPY … FROM STDIN` (pg-copy.ts: text format, about three times the rows per second of multi-row
-// INSERTs), and ends with a NOTIFY the stream side listens for. The connection listens too, so the
+// `COPY … FROM STDIN` (pg-copy.ts: text format; per row about half the CPU, the writer's and the
+// server's together, of the multi-row INSERTs it replaced), and ends with a NOTIFY the stream side listens for. The connection listens too, so the
 // writer always knows the newest id committed by any instance (where a stream opened while the
 // store takes no new connections starts). Retention applies to every instance's records,
 // max_records to this instance's own; both delete in chunks. Runs in the writer worker only.
@@ -128,19 +128,22 @@ export class PgRecorderStore {
     return Number((await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.names.records} WHERE instance = $1`, [this.options.instance])).rows[0].n);
   }
 
-  /** Writes `batch` in one transaction; throws (nothing written) on any failure. */
-  async insert(batch: BatchRecord[]): Promise<void> {
-    if (batch.length === 0) return;
+  /** Writes `batch` (iterated once per attempt) in one transaction; throws (nothing written) on any failure. */
+  async insert(batch: Iterable<BatchRecord>): Promise<void> {
+    const rows = batch[Symbol.iterator]();
+    const first = rows.next();
+    if (first.done === true) return;
     const c = await this.connect();
     const notifies = this.ownNotifies;
+    const encoded = { rows: 0 };
     try {
       // Rows are encoded chunk by chunk as the connection takes them; a failure on either side (or of any statement) rejects.
-      await pipeline(Readable.from(this.encoder.chunks(batch), { objectMode: false }), c.query(copyFrom(this.batchSql)));
+      await pipeline(Readable.from(this.encoder.chunks(first.value, rows, encoded), { objectMode: false }), c.query(copyFrom(this.batchSql)));
     } catch (err) {
       await c.query("ROLLBACK").catch(() => undefined);
       throw err;
     }
-    this.records += batch.length;
+    this.records += encoded.rows;
     // PostgreSQL hands a session its own notifications before it says it is ready for the next query,
     // so the batch's NOTIFY has been seen; should one ever come later, currval (session state) tells.
     if (this.ownNotifies === notifies) this.saw(Number((await c.query<{ id: string }>(this.lastIdSql)).rows[0].id));
