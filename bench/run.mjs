@@ -16,6 +16,7 @@ import { MEMORY_NAMES, writeMemoryQueries } from "./lib/data.mjs";
 import { installSignalHandlers, onInterrupt, portFree, rssMiB, start, stop, stopAll, waitReady } from "./lib/procs.mjs";
 import { dnsmasqArgs, unboundConfig } from "./lib/refs.mjs";
 import { cacheCounters, cachePhase, cacheTable } from "./lib/cache-metrics.mjs";
+import { bestPostgresRun, postgresBin, postgresWriterRate, postgresWriterTable, postgresWriterTarget, serverCpuSeconds, startPostgres } from "./lib/postgres.mjs";
 import { cpuByPriority, generateRecords, recorderMetrics, timeRoute, waitDrained } from "./lib/recorder.mjs";
 import { startSink, webhookAt20k } from "./lib/webhook.mjs";
 import { rssPair } from "./lib/clients.mjs";
@@ -116,7 +117,7 @@ const SCENARIOS = [
   },
 ];
 // `cluster` (three instances behind dnsdist, Redis) runs only when asked for: --only cluster.
-const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "cluster", "workers"];
+const ALL_NAMES = [...SCENARIOS.map((s) => s.name), "memory", "recorder-stats", "postgres-writer", "cluster", "workers"];
 
 const PORTS = { ceiling: 35300, upstream: 35301, sluice: 35302, unbound: 35303, dnsmasq: 35304, plain: 35305, api: 35306, plainApi: 35307, sink: 35308 };
 const PROBE_NAME = { local: "host-0.lan.bench.test", domainSet: "www.s00000000.net", adguard: "probe.adguard.bench.test", prefetch: "pop-0.ttl.bench.test" };
@@ -543,24 +544,66 @@ async function runRecorderStats(ctx) {
   }
 }
 
+/** Batch sizes of postgres-writer: the target's (1 024) and one each side. */
+const PG_BATCH_SIZES = [1024, 256, 4096];
+const PG_ROUNDS = 2;
+
+/**
+ * The recorder's writer into PostgreSQL: a local server (fsync off, on the servers' core), then for each
+ * batch size, in interleaved rounds, records through a new writer thread into a new schema (so every
+ * round starts from an empty table and its indexes); the best round of each size counts. The CPU time the
+ * writer's process and the server spent per record is reported too: other programs on the machine slow
+ * the wall clock far more than they inflate it.
+ * @returns {Promise<import("./lib/postgres.mjs").PostgresWriterResult>}
+ */
+async function runPostgresWriter() {
+  const records = opts.quick ? 50_000 : 200_000;
+  const pg = await startPostgres({ cpus: SERVER_CPUS });
+  log(`postgres-writer: ${records.toLocaleString("en-US")} records per round through the recorder's writer thread into ${pg.version}, batch_size ${PG_BATCH_SIZES.join(", ")}, ${PG_ROUNDS} rounds`);
+  try {
+    /** @type {import("./lib/postgres.mjs").PostgresWriterRun[]} */
+    const runs = [];
+    for (let round = 0; round < PG_ROUNDS; round++) {
+      for (const batchSize of PG_BATCH_SIZES) {
+        const serverCpu = () => serverCpuSeconds(pg.server.pid);
+        const r = await postgresWriterRate({ dist: join(ROOT, "dist"), url: pg.url, schema: `bench_${batchSize}_${round}`, count: records, batchSize, serverCpu, log });
+        runs.push(r);
+        const us = (/** @type {number} */ sec) => ((sec / r.records) * 1e6).toFixed(1);
+        log(
+          `  postgres-writer batch_size ${String(batchSize).padStart(4)}: ${Math.round(r.rate).toLocaleString("en-US").padStart(7)} records/s (${r.transactions} transactions in ${r.seconds.toFixed(2)} s, ${r.lost} lost); ` +
+            `CPU per record: writer ${us(r.writerCpuSeconds)} µs, PostgreSQL ${us(r.serverCpuSeconds)} µs`,
+        );
+      }
+    }
+    return { version: pg.version, runs };
+  } finally {
+    await pg.close();
+  }
+}
+
 async function main() {
   const began = Date.now();
   const cpuAtStart = cpuReading();
   const selected = SCENARIOS.filter((s) => !opts.only || opts.only.includes(s.name));
   const withMemory = !opts.only || opts.only.includes("memory");
   const withStats = !opts.only || opts.only.includes("recorder-stats");
+  // Without --only it runs where PostgreSQL is installed; asked for by name, it needs it.
+  const withPgWriter = opts.only ? opts.only.includes("postgres-writer") : postgresBin() !== null;
+  const withCluster = opts.only?.includes("cluster") ?? false;
+  const withWorkers = !opts.only || opts.only.includes("workers");
+  // postgres-writer alone listens on no port (its server on a unix socket in the temp directory).
+  const listens = selected.length > 0 || withMemory || withStats || withCluster || withWorkers;
   for (const [name, port] of Object.entries(PORTS)) {
-    if (!(await portFree(port))) throw new Error(`port ${port} (for ${name}) is in use on 127.0.0.1; stop whatever holds it`);
+    if (listens && !(await portFree(port))) throw new Error(`port ${port} (for ${name}) is in use on 127.0.0.1; stop whatever holds it`);
   }
   const tmp = await mkdtemp(join(os.tmpdir(), "sluice-bench-"));
   onInterrupt(() => rm(tmp, { recursive: true, force: true }));
   try {
     const data = await prepareData(BENCH, tmp);
     const ctx = { tmp, rules: data.rules, clients: data.clients, adguardRules: data.adguardRules, adguardEmpty: data.adguardEmpty, cert: data.cert, queries: data.queries, refData: data.refData };
-    log(`sluice bench: ${selected.map((s) => s.name).join(", ")}${withMemory ? ", memory" : ""}${withStats ? ", recorder-stats" : ""}${opts.quick ? " (quick)" : ""}; ` +
+    const names = [...selected.map((s) => s.name), ...(withMemory ? ["memory"] : []), ...(withStats ? ["recorder-stats"] : []), ...(withPgWriter ? ["postgres-writer"] : []), ...(withWorkers ? ["workers"] : [])];
+    log(`sluice bench: ${names.join(", ")}${opts.quick ? " (quick)" : ""}; ` +
       `${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}${pin ? "; servers on CPU 1, dnsperf on CPU 0" : ""}`);
-    const withCluster = opts.only?.includes("cluster") ?? false;
-    const withWorkers = !opts.only || opts.only.includes("workers");
     const ceiling = selected.length > 0 ? await startServer("ceiling", process.execPath, [join(BENCH, "ceiling.mjs"), String(PORTS.ceiling)], PORTS.ceiling, "ceiling.test") : /** @type {Started} */ (/** @type {unknown} */ (null));
     if (withCluster || withWorkers || selected.some((s) => s.ref === "cache" || s.ref === "forward")) {
       const conf = await unboundConfig({ name: "upstream", port: PORTS.upstream, dir: tmp, mode: "local" });
@@ -602,7 +645,8 @@ async function main() {
     await stopAll();
     const memory = withMemory ? (log(`memory: ${(MEMORY_NAMES * (opts.quick ? 0.2 : 1)).toLocaleString("en-US")} names through a 100 000-entry cache`), await runMemory(ctx)) : null;
     const stats = withStats ? await runRecorderStats(ctx) : null;
-    await report(results, memory, stats, began, cpuShares(cpuAtStart, cpuReading()), cluster, workers);
+    const pgWriter = withPgWriter ? await runPostgresWriter() : null;
+    await report(results, memory, stats, pgWriter, began, cpuShares(cpuAtStart, cpuReading()), cluster, workers);
     const failed = results.some((r) => Object.values(r.servers).some((s) => s.error));
     if (failed) process.exitCode = 1;
   } finally {
@@ -614,12 +658,14 @@ async function main() {
 /**
  * Prints the tables and writes the JSON (and the README section with --record).
  * @param {ScenarioResult[]} results @param {MemoryResult | null} memory @param {import("./lib/report.mjs").RecorderStatsResult | null} stats
+ * @param {import("./lib/postgres.mjs").PostgresWriterResult | null} pgWriter
  * @param {number} began @param {{ otherProcesses: number, steal: number }} interference
  * @param {import("./lib/cluster.mjs").ClusterResult | null} cluster
  * @param {import("./lib/workers.mjs").WorkersResult | null} workers
  */
-async function report(results, memory, stats, began, interference, cluster, workers) {
+async function report(results, memory, stats, pgWriter, began, interference, cluster, workers) {
   const targets = judgeTargets(results, memory, stats);
+  targets.push(postgresWriterTarget(pgWriter));
   const seconds = Math.round((Date.now() - began) / 1000);
   const when = new Date(began).toISOString();
   const flags = {
@@ -646,12 +692,20 @@ async function report(results, memory, stats, began, interference, cluster, work
       `Query recorder over ${stats.records.toLocaleString("en-US")} records (${(stats.dbBytes / 2 ** 20).toFixed(0)} MiB, written through the writer thread in ${stats.generateSeconds.toFixed(0)} s), ${STATS_REPS} requests per route after 2 that do not count:`,
       recorderStatsTable(stats),
     );
+  if (pgWriter) {
+    const best = bestPostgresRun(pgWriter, 1024);
+    sections.push(
+      `PostgreSQL writer (${pgWriter.version}, local, unix socket, fsync off${pin ? ", on CPU 1" : ""}): records/s through the recorder's writer thread (COPY), one batch in flight, ${PG_ROUNDS} rounds per batch size` +
+        `${best ? `; at batch_size 1 024: ${Math.round(best.rate).toLocaleString("en-US")} records/s` : ""}:`,
+      postgresWriterTable(pgWriter),
+    );
+  }
   if (cluster) sections.push(clusterLines(cluster));
   if (workers) sections.push(workersLines(workers));
   sections.push(targetsTable(targets));
   const text = sections.join("\n\n");
   console.log(`\n${text}\n`);
-  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, cluster, workers, targets };
+  const json = { startedAt: when, seconds, quick: opts.quick, only: opts.only, machine, interference, flags, scenarios: results, memory, recorderStats: stats, postgresWriter: pgWriter, cluster, workers, targets };
   await mkdir(join(BENCH, "results"), { recursive: true });
   const body = JSON.stringify(json, null, 2) + "\n";
   await writeFile(join(BENCH, "results", `${when.replace(/:/g, "-")}.json`), body);

@@ -23,13 +23,14 @@ const running = new Map();
  * Starts `cmd args`, optionally pinned to CPUs with taskset (which execs, so the PID is the command's).
  * @param {string} name @param {string} cmd @param {string[]} args
  * `stdoutFd` sends stdout straight to a file, so a chatty child never waits on the harness.
- * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, cpus?: string | null, stdoutFd?: number }} [opts]
+ * `user` runs it as another OS user (PostgreSQL refuses to run as root).
+ * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, cpus?: string | null, stdoutFd?: number, user?: { uid: number, gid: number } | null }} [opts]
  * @returns {Started}
  */
 export function start(name, cmd, args, opts = {}) {
   const [file, argv] = opts.cpus ? ["taskset", ["-c", opts.cpus, cmd, ...args]] : [cmd, args];
   const stdout = opts.stdoutFd ?? "pipe";
-  const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", stdout, "pipe"] });
+  const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", stdout, "pipe"], ...(opts.user ?? {}) });
   if (child.pid === undefined) throw new Error(`${name}: could not start ${cmd}`);
   let tail = "";
   /** @param {Buffer} chunk */

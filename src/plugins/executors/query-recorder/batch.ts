@@ -222,10 +222,9 @@ export interface ClientLists {
 
 const NO_GROUPS: readonly string[] = [];
 
-/** Decodes every record of a batch; `strings` is the writer's copy of the tag table, `ips` the batch's addresses, `clients` its copy of the ClientTable. */
-export function readBatch(data: ArrayBuffer, count: number, strings: readonly string[], ips: readonly string[], clients: ClientLists): BatchRecord[] {
+/** Decodes the records of a batch one at a time; `strings` is the writer's copy of the tag table, `ips` the batch's addresses, `clients` its copy of the ClientTable. */
+export function* batchRecords(data: ArrayBuffer, count: number, strings: readonly string[], ips: readonly string[], clients: ClientLists): Generator<BatchRecord> {
   const b = Buffer.from(data);
-  const out: BatchRecord[] = [];
   let p = 0;
   for (let n = 0; n < count && p + HEADER <= b.length; n++) {
     const len = b.readUInt32LE(p);
@@ -250,8 +249,12 @@ export function readBatch(data: ArrayBuffer, count: number, strings: readonly st
       const node = b.readInt32LE(q + 4);
       steps.push({ sequenceTag: strings[b.readUInt16LE(q)] ?? "?", tag: strings[b.readUInt16LE(q + 2)] ?? "?", nodeIndex: node < 0 ? null : node, kind: b[q + 8], outcome: b[q + 9] });
     }
-    out.push({ createdAtMs: b.readDoubleLE(p + 4), elapsedUs: b.readUInt32LE(p + 12), query, response, clientIp, clientName, clientGroups, error, steps });
+    yield { createdAtMs: b.readDoubleLE(p + 4), elapsedUs: b.readUInt32LE(p + 12), query, response, clientIp, clientName, clientGroups, error, steps };
     p += len;
   }
-  return out;
+}
+
+/** Decodes every record of a batch (batchRecords, all at once). */
+export function readBatch(data: ArrayBuffer, count: number, strings: readonly string[], ips: readonly string[], clients: ClientLists): BatchRecord[] {
+  return [...batchRecords(data, count, strings, ips, clients)];
 }

@@ -9,7 +9,7 @@
 import { statSync } from "node:fs";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
-import { readBatch, type BatchRecord } from "./batch.js";
+import { batchRecords, type BatchRecord, type ClientLists } from "./batch.js";
 import { recordFrame } from "./json.js";
 import { PgFeed } from "./pg-feed.js";
 import { isConnectionError } from "./pg-schema.js";
@@ -69,7 +69,6 @@ const strings: string[] = [];
 /** The DNS thread's ClientTable, as far as the batches so far have brought it. */
 const clientNames: string[] = [];
 const groupSets: (readonly string[])[] = [];
-const clients = { names: clientNames, sets: groupSets };
 const queue: WriterRequest[] = [];
 let draining = false;
 let live = false;
@@ -129,7 +128,7 @@ function refuseWaiting(why: string): void {
 }
 
 /** Writes to PostgreSQL, retrying while it cannot be reached; false when the batch is given up. */
-async function writePostgres(store: PgRecorderStore, batch: BatchRecord[]): Promise<boolean> {
+async function writePostgres(store: PgRecorderStore, batch: Iterable<BatchRecord>): Promise<boolean> {
   for (let wait = RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
     try {
       await store.insert(batch);
@@ -158,7 +157,7 @@ async function writePostgres(store: PgRecorderStore, batch: BatchRecord[]): Prom
 
 async function writeBatches(batches: Batch[]): Promise<void> {
   const started = performance.now();
-  let batch: BatchRecord[] = [];
+  const parts: { batch: Batch; strings: readonly string[]; clients: ClientLists }[] = [];
   let count = 0;
   for (const b of batches) {
     // Interned tags, client names and group sets arrive with the batch that first uses them.
@@ -169,11 +168,19 @@ async function writeBatches(batches: Batch[]): Promise<void> {
     groupSets.length = b.groupSetsFrom;
     groupSets.push(...b.groupSets);
     count += b.count;
-    batch = batch.concat(readBatch(b.data, b.count, strings, b.ips, clients));
+    // The tables as this batch knows them (a few tags and names): decoded later, it must not see a later batch's.
+    parts.push({ batch: b, strings: strings.slice(), clients: { names: clientNames.slice(), sets: groupSets.slice() } });
   }
-  const frames = sqlite ? writeSqlite(sqlite, batch) : [];
+  // Decoded as they are written: PostgreSQL parses the first rows while the rest are decoded (again on a retry).
+  const rows: Iterable<BatchRecord> = {
+    *[Symbol.iterator]() {
+      for (const p of parts) yield* batchRecords(p.batch.data, p.batch.count, p.strings, p.batch.ips, p.clients);
+    },
+  };
+  const decoded = sqlite ? [...rows] : null;
+  const frames = sqlite && decoded ? writeSqlite(sqlite, decoded) : [];
   // The store the routes read decides whether the records count as written.
-  const written = postgres ? await writePostgres(postgres, batch) : frames !== null;
+  const written = postgres ? await writePostgres(postgres, decoded ?? rows) : frames !== null;
   const now = Date.now();
   const size = sqlite && now - sizeAt >= SIZE_EVERY_MS ? dbBytes() : null;
   if (size !== null) sizeAt = now;
