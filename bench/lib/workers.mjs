@@ -14,7 +14,7 @@ import { cpuSeconds, sleep } from "./procs.mjs";
  */
 
 /**
- * @param {{ startSluice: (env: Record<string, string>, cpus: string | null | undefined) => Promise<{ pid: number }>, stop: (p: { pid: number }) => Promise<void>,
+ * @param {{ startSluice: (env: Record<string, string>, cpus: string | null | undefined) => Promise<import("./procs.mjs").Started>, stop: (p: import("./procs.mjs").Started) => Promise<void>,
  *   port: number, file: string, tmp: string, loadCpus: string | null, seconds: number, rounds: number, warmSeconds: number,
  *   latency: { qps: number, clients: number, outstanding: number }, saturation: { clients: number, outstanding: number, threads: number }, log: (s: string) => void }} o
  * @returns {Promise<WorkersResult>}
