@@ -180,7 +180,10 @@ export class Directory implements ClientDirectory {
   restoreSeen(list: readonly SeenClient[]): void {
     this.memo = new Map();
     for (const s of list) {
-      if (s.name !== null && this.index.clients.has(s.name)) this.seenNamed.set(s.name, { ...s, key: s.name });
+      const named = s.name !== null && this.index.clients.has(s.name) ? this.seenNamed.get(s.name) : undefined;
+      // Merged with what a data-plane worker reported before this generation took over (the primary of workers).
+      if (named) mergeInto(named, s);
+      else if (s.name !== null && this.index.clients.has(s.name)) this.seenNamed.set(s.name, { ...s, key: s.name });
       else this.place({ ...s });
     }
   }
@@ -330,11 +333,8 @@ export class Directory implements ClientDirectory {
   private place(s: SeenClient): void {
     const client = this.lookup(s.mac, s.id, s.address);
     const into = client ? this.seenNamed.get(client.name) : this.seenUnnamed.get(unnamedKey(s.mac, s.id, s.address));
-    if (into) {
-      into.queries += s.queries;
-      into.first_seen_ms = Math.min(into.first_seen_ms, s.first_seen_ms);
-      if (s.last_seen_ms > into.last_seen_ms) Object.assign(into, { last_seen_ms: s.last_seen_ms, address: s.address, mac: s.mac ?? into.mac, id: s.id ?? into.id, hostname: s.hostname ?? into.hostname });
-    } else if (client) this.seenNamed.set(client.name, { ...s, name: client.name, key: client.name });
+    if (into) mergeInto(into, s);
+    else if (client) this.seenNamed.set(client.name, { ...s, name: client.name, key: client.name });
     else this.admit({ ...s, name: null, key: unnamedKey(s.mac, s.id, s.address) });
   }
 
@@ -399,4 +399,11 @@ function parseAddress(text: string): Uint8Array | null {
   const pct = text.indexOf("%");
   const ip = parseIP(pct < 0 ? text : text.slice(0, pct));
   return ip === null ? null : unmapIPv4(ip);
+}
+
+/** One seen client's queries added to another's: the earliest first sighting, the latest one's details. */
+function mergeInto(into: SeenClient, s: SeenClient): void {
+  into.queries += s.queries;
+  into.first_seen_ms = Math.min(into.first_seen_ms, s.first_seen_ms);
+  if (s.last_seen_ms > into.last_seen_ms) Object.assign(into, { last_seen_ms: s.last_seen_ms, address: s.address, mac: s.mac ?? into.mac, id: s.id ?? into.id, hostname: s.hostname ?? into.hostname });
 }
