@@ -11,7 +11,10 @@ import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
 import Database from "better-sqlite3";
-import { create } from "tar";
+import type * as Tar from "tar";
+import { lazyModule } from "../lazy-module.js";
+
+const tar = lazyModule<typeof Tar>("tar");
 import { VERSION } from "../version.js";
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BACKUP_ROOT, MANIFEST_NAME, sha256File, type Manifest, type ManifestFile } from "./manifest.js";
 import type { BackupPlan, PlannedFile } from "./plan.js";
@@ -87,7 +90,7 @@ export async function buildBackup(plan: BackupPlan, options: { withQueries: bool
     const archive = join(staging, "backup.tar.gz");
     // The manifest first, so a reader meets it before the files it vouches for.
     // tar writes headers and reads files; gzip runs in node:zlib's thread pool (tar's own gzip would compress on the event loop).
-    const pack = create({ cwd: staging, portable: true, linkCache: new NoLinks() }, [`${BACKUP_ROOT}/${MANIFEST_NAME}`, ...files.map((f) => `${BACKUP_ROOT}/${f.name}`)]);
+    const pack = tar().create({ cwd: staging, portable: true, linkCache: new NoLinks() }, [`${BACKUP_ROOT}/${MANIFEST_NAME}`, ...files.map((f) => `${BACKUP_ROOT}/${f.name}`)]);
     await pipeline(pack, createGzip({ level: 6 }), createWriteStream(archive, { mode: 0o600 }));
     return { archive, manifest, cleanup };
   } catch (err) {

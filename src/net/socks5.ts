@@ -4,7 +4,10 @@
 // semantics), so no DNS query for the destination leaves here. Its errors are put in our words.
 
 import net from "node:net";
-import { SocksClient } from "socks";
+import type * as Socks from "socks";
+import { lazyModule } from "../lazy-module.js";
+
+const socks = lazyModule<typeof Socks>("socks");
 
 /** A proxy as configured: `socks5://[user:pass@]host[:port]` (also `socks5h://`), or without the scheme. */
 export interface Socks5Proxy {
@@ -56,7 +59,7 @@ export async function socks5Connect(proxy: string | Socks5Proxy, host: string, p
   const abort = (): void => void toProxy.destroy(new Error("cancelled"));
   options.signal?.addEventListener("abort", abort, { once: true });
   try {
-    const { socket } = await SocksClient.createConnection({
+    const { socket } = await socks().SocksClient.createConnection({
       proxy: { host: p.host, port: p.port, type: 5, ...(p.userId ? { userId: p.userId, password: p.password } : {}) },
       command: "connect",
       destination: { host: host.replace(/^\[|\]$/g, ""), port },

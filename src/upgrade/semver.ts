@@ -2,7 +2,10 @@
 // Parsing and precedence (§11: numeric core, a release above its pre-releases, pre-release
 // identifiers left to right, build metadata ignored) are the semver package's.
 
-import semver from "semver";
+import type * as Semver from "semver";
+import { lazyModule } from "../lazy-module.js";
+
+const semver = lazyModule<typeof Semver>("semver");
 
 export interface SemVer {
   major: number;
@@ -15,13 +18,13 @@ export interface SemVer {
 
 /** The version in `text` (a leading "v" allowed), or null when it is not semver. */
 export function parseSemver(text: string): SemVer | null {
-  const v = semver.parse(text.trim());
+  const v = semver().parse(text.trim());
   return v === null ? null : { major: v.major, minor: v.minor, patch: v.patch, prerelease: v.prerelease, text: v.version };
 }
 
 /** -1, 0 or 1 as `a` has lower, equal or higher precedence than `b`. */
 export function compareSemver(a: SemVer, b: SemVer): number {
-  return semver.compare(a.text, b.text);
+  return semver().compare(a.text, b.text);
 }
 
 /**

@@ -4,7 +4,10 @@
 // substrings match case-insensitively (ILIKE). A connection that breaks is reported (`onLost`): the
 // actor closes the store and opens it again later.
 
-import pg from "pg";
+import type * as Pg from "pg";
+import { lazyModule } from "../../lazy-module.js";
+
+const pg = lazyModule<typeof Pg>("pg");
 import type { AuditEntry } from "./entry.js";
 import { likeAnywhere, OneAtATime, pageOf, PRUNE_CHUNK, type AuditPage, type AuditQuery, type AuditStore, type StoredAuditEntry } from "./store.js";
 
@@ -52,7 +55,7 @@ export class PgAuditStore implements AuditStore {
   private readonly table: string;
 
   private constructor(
-    private readonly client: pg.Client,
+    private readonly client: Pg.Client,
     schema: string,
   ) {
     this.table = `${schema}.audit_v1`;
@@ -60,7 +63,7 @@ export class PgAuditStore implements AuditStore {
 
   /** Connects and creates the schema and table when missing. `schema` is validated by the config schema (`[a-z_][a-z0-9_]*`). */
   static async open(url: string, schema: string, onLost: (err: Error) => void): Promise<PgAuditStore> {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, statement_timeout: STATEMENT_TIMEOUT_MS, application_name: "sluice audit" });
+    const client = new (pg().Client)({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, statement_timeout: STATEMENT_TIMEOUT_MS, application_name: "sluice audit" });
     // Until connected, a failure rejects connect(); after, it is a lost connection.
     let connected = false;
     client.on("error", (err) => {

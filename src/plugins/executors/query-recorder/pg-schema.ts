@@ -14,7 +14,10 @@
 // would refuse it. They are made when missing, found by a look at the catalog under the same lock:
 // the client's name and groups (issue 26), with a b-tree index per name and a GIN index on the groups.
 
-import pg from "pg";
+import type * as Pg from "pg";
+import { lazyModule } from "../../../lazy-module.js";
+
+const pg = lazyModule<typeof Pg>("pg");
 
 export interface PgOptions {
   url: string;
@@ -71,8 +74,8 @@ CREATE INDEX IF NOT EXISTS records_v1_client_groups ON ${records} USING gin (cli
 `;
 
 /** A client for `o`; `readTimeout` sets statement_timeout (readers). Errors of an idle connection are handled by the caller's `onError`. */
-export function pgClient(o: PgOptions, onError: (err: Error) => void, readTimeout = false): pg.Client {
-  const c = new pg.Client({
+export function pgClient(o: PgOptions, onError: (err: Error) => void, readTimeout = false): Pg.Client {
+  const c = new (pg().Client)({
     connectionString: o.url,
     connectionTimeoutMillis: o.connectTimeoutMs,
     application_name: "sluice query_recorder",
@@ -91,7 +94,7 @@ export function isConnectionError(err: unknown): boolean {
 }
 
 /** Creates the schema and this version's tables when missing; refuses a database of a newer version. */
-export async function pgMigrate(c: pg.Client, schema: string): Promise<void> {
+export async function pgMigrate(c: Pg.Client, schema: string): Promise<void> {
   const n = pgNames(schema);
   await c.query("BEGIN");
   try {

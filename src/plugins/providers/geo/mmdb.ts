@@ -4,7 +4,11 @@
 // mmdb-lib parses the metadata and decodes data records (reached through its public get() with
 // each distinct record's first network); the tree walk itself is ours, as mmdb-lib has none.
 
-import { Reader, type CountryResponse } from "mmdb-lib";
+import type { CountryResponse, Reader } from "mmdb-lib";
+import type * as Mmdb from "mmdb-lib";
+import { lazyModule } from "../../../lazy-module.js";
+
+const mmdb = lazyModule<typeof Mmdb>("mmdb-lib");
 import { Slicer } from "../../../engine/rules/slicer.js";
 
 const MARKER = Buffer.from("abcdef4d61784d696e642e636f6d", "hex"); // "\xAB\xCD\xEFMaxMind.com"
@@ -42,7 +46,7 @@ export async function readMmdbCountries(
 ): Promise<{ found: Set<string>; all: Set<string> }> {
   let reader: Reader<CountryResponse>;
   try {
-    reader = new Reader<CountryResponse>(buf);
+    reader = new (mmdb().Reader)<CountryResponse>(buf);
   } catch (err) {
     throw new MmdbError(`not a readable MaxMind DB: ${(err as Error).message}`);
   }
