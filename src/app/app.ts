@@ -4,11 +4,11 @@
 
 import type { Writable } from "node:stream";
 import { waitFor, type AnyActorRef } from "xstate";
-import { concernActor, controlResolver, createAppActor, runtimeOf, validateConfig, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
-import { ask, sendIfAccepted } from "../../actors/ask.js";
+import { controlResolver, createAppActor, runtimeOf, validateConfig, type AppActor, type ConfigActor, type UpgradeActor } from "../../actors/app.actor.js";
+import { sendIfAccepted } from "../../actors/ask.js";
 import { refusalError } from "../api/guards.js";
-import { lifecycleState, type AppOutput, type Prepared, type PrepareInput, type ReloadStatus } from "../../machines/app.machine.js";
-import { upgradeState, type RestoredUpgrade, type UpgradeTrial } from "../../machines/upgrade.machine.js";
+import type { AppOutput, Prepared, PrepareInput } from "../../machines/app.machine.js";
+import type { RestoredUpgrade, UpgradeTrial } from "../../machines/upgrade.machine.js";
 import type { SaveRequest, SaveResult } from "../../machines/config.machine.js";
 import type { RuntimeHost } from "../../machines/runtime.machine.js";
 import type { ApiHost } from "../api/host.js";
@@ -40,6 +40,8 @@ import type { Catalog } from "../registry/catalog.js";
 import { PluginInitError, Runtime } from "../registry/runtime.js";
 import type { ClockShift, Services } from "../registry/services.js";
 import { UpgradeWork } from "./upgrade-work.js";
+import { applySharedChange, currentChanges, sharedChangeOf, type ChangeHost } from "./shared-changes.js";
+import { logStateChanges } from "./state-log.js";
 import { VERSION } from "../version.js";
 import { SINGLE, type ProcessChannel, type ProcessRole, type ServerAddress, type WorkersStatus } from "../registry/process-role.js";
 import type { ServerPlugin } from "../registry/types.js";
@@ -80,11 +82,6 @@ export function checkConfig(configPath: string, catalog: Catalog, env?: NodeJS.P
 function sendIfAcceptedQuietly(actor: AppActor, event: Parameters<AppActor["send"]>[0]): void {
   const snap = actor.getSnapshot();
   if (snap.status === "active" && snap.can(event)) actor.send(event);
-}
-
-/** An event as it travels to the workers: its plain data (an ask's reply address and the like left out). */
-function plainEvent(event: { type: string }): SharedChange["event"] {
-  return JSON.parse(JSON.stringify(event)) as SharedChange["event"];
 }
 
 /** Ring capacity of GET /api/logs. */
@@ -150,7 +147,7 @@ export class App implements ApiHost {
     const count = worker ? 1 : workerCount(config.workers);
     if (count > 1) {
       const start = { configPath: options.configPath, baseDir: options.baseDir, logLevel: options.logLevel ?? null };
-      this.workers = new WorkerPool({ count, start, log: this.log, bus: this.bus, clock: Date.now, resync: (tell) => this.currentChanges(tell) });
+      this.workers = new WorkerPool({ count, start, log: this.log, bus: this.bus, clock: Date.now, resync: (tell) => currentChanges(this.changeHost(), tell) });
     }
     const role: ProcessRole = worker ? { kind: "worker", index: worker.index, channel: worker.channel } : (this.workers?.role ?? SINGLE);
     this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => this.requestReload() }, process: role };
@@ -166,7 +163,7 @@ export class App implements ApiHost {
       upgradeInput: { version: VERSION, restored: options.upgradeRestored ?? null, trial: options.upgradeTrial?.trial ?? null },
       followInput: options.follow ? followInput(options.follow) : null,
     });
-    this.logStateChanges();
+    logStateChanges(this.actor, this.upgradeActor, this.log);
     this.done = new Promise((resolve) => {
       this.actor.subscribe({ complete: () => resolve(this.actor.getSnapshot().output as AppOutput) });
     });
@@ -208,38 +205,6 @@ export class App implements ApiHost {
       this.log.warn({ target: "config", source: name, version: initial.version, err: initial.error }, "configuration from the primary refused; the last good configuration keeps serving");
       sendIfAcceptedQuietly(this.actor, { type: "RELOAD.REFUSED", error: initial.error ?? "refused", version: initial.version });
     } else this.log.warn({ target: "config", source: name, err: initial.error }, "the primary could not be read; serving the local configuration and polling");
-  }
-
-  /** Lifecycle and reload states are logged, so even short-lived ones (pending, reloading) can be followed. */
-  private logStateChanges(): void {
-    let app = "";
-    let reload: ReloadStatus["status"] = "idle";
-    this.actor.subscribe((snap) => {
-      const state = snap.status === "done" ? "stopped" : lifecycleState(snap.value);
-      if (state !== app) {
-        app = state;
-        this.log.info({ target: "control", actor: "app", state }, "state changed");
-      }
-      const r = snap.context.reload;
-      if (r.status === reload) return;
-      reload = r.status;
-      this.log.info({ target: "control", actor: "reload", state: r.status }, "state changed");
-      if (r.status === "ok") this.log.info({ target: "app", version: r.running_version, generation: snap.context.current }, "reload succeeded");
-      if (r.status === "failed") this.log.warn({ target: "app", err: r.last_error }, "reload failed; the previous configuration keeps serving");
-    });
-    let upgrade = "";
-    let task: unknown = null;
-    this.upgradeActor.subscribe((snap) => {
-      const from = task;
-      task = snap.value;
-      const state = upgradeState(snap.value);
-      if (state !== upgrade) {
-        upgrade = state;
-        this.log.info({ target: "control", actor: "upgrade", state }, "state changed");
-      }
-      // A failed task of this process (a failed trial is logged as its rollback).
-      if (snap.value === "failed" && from === "running") this.log.warn({ target: "upgrade", err: snap.context.error }, "upgrade failed; the running release is unchanged");
-    });
   }
 
   /**
@@ -347,42 +312,26 @@ export class App implements ApiHost {
     return pool ? this.metrics.textWith(await pool.metrics()) : this.metrics.text();
   }
 
-  /**
-   * An event one of the primary's concern actors received (the app actor's inspection): when its
-   * plugin shares that event, the workers' actors of the same plugin replay it, whoever asked (the
-   * API, a cron job, a download, another cluster member).
-   */
+  /** An event one of the primary's concern actors received (the app actor's inspection): shared ones go to the workers. */
   observeEvent(target: AnyActorRef, event: { type: string }): void {
     const pool = this.workers;
-    const g = this.actor.getSnapshot().context.current;
-    const runtime = this.current;
-    if (!pool || g === null || !runtime || !this.sharedEvents.has(event.type)) return;
-    for (const live of runtime.plugins.values()) {
-      if (concernActor(this.actor.system, g, live.tag) !== target) continue;
-      const found = this.catalog.lookup(live.type);
-      if ("def" in found && found.def.control?.shared?.events.includes(event.type)) pool.change({ tag: live.tag, type: live.type, event: plainEvent(event) });
-      return;
-    }
+    if (!pool || !this.sharedEvents.has(event.type)) return;
+    const change = sharedChangeOf(this.changeHost(), target, event);
+    if (change) pool.change(change);
+  }
+
+  /** A change from another member (or, in a worker, from its primary), asked of this process's concern actor for the same plugin, as its API would. */
+  applyChange(change: SharedChange, from: string): Promise<ApplyOutcome> {
+    return applySharedChange(this.changeHost(), change, from);
+  }
+
+  private changeHost(): ChangeHost {
+    return { actor: this.actor, catalog: this.catalog, runtime: this.current, log: this.log, worker: this.options.worker !== undefined };
   }
 
   followStatus(): Record<string, unknown> | null {
     const follower = this.actor.system.get("config-follow") as AnyActorRef | undefined;
     return follower ? followRecord(follower) : null;
-  }
-
-  /** The shared changes that bring a fresh worker to the state of this process's concern actors (matcher modes). */
-  private currentChanges(tell: (change: SharedChange) => void): void {
-    const g = this.actor.getSnapshot().context.current;
-    if (g === null) return;
-    const now = Date.now();
-    for (const live of this.current?.plugins.values() ?? []) {
-      const found = this.catalog.lookup(live.type);
-      const shared = "def" in found ? found.def.control?.shared : undefined;
-      const actor = shared?.current ? concernActor(this.actor.system, g, live.tag) : undefined;
-      if (!shared?.current || !actor) continue;
-      const snap = actor.getSnapshot() as { value: unknown; context: unknown };
-      for (const event of shared.current(snap, now)) tell({ tag: live.tag, type: live.type, event });
-    }
   }
 
   // ---- the cluster (src/cluster/cluster.ts) --------------------------------------------------
@@ -393,25 +342,6 @@ export class App implements ApiHost {
     if (JSON.stringify(config) === JSON.stringify(this.cluster?.config ?? null)) return;
     void this.cluster?.close();
     this.cluster = config ? new ClusterLink(config, instanceName(config), this.services.redis, this.metrics, this.log, (c, from) => this.applyChange(c, from)) : null;
-  }
-
-  /** A change from another member (or, in a worker, from its primary), asked of this process's concern actor for the same plugin, as its API would. */
-  async applyChange(change: SharedChange, from: string): Promise<ApplyOutcome> {
-    const g = this.actor.getSnapshot().context.current;
-    const live = this.current?.plugins.get(change.tag);
-    const found = this.catalog.lookup(change.type);
-    const shared = "def" in found ? found.def.control?.shared : undefined;
-    // Another member's changes are cluster-wide ones only; a worker takes its primary's of either scope.
-    const inScope = shared?.scope !== "workers" || this.options.worker !== undefined;
-    const event = live?.type === change.type && inScope && shared?.events.includes(change.event.type) ? shared.replay(change.event, Date.now()) : null;
-    const actor = g === null || event === null ? undefined : concernActor(this.actor.system, g, change.tag);
-    if (!actor || event === null) {
-      this.log.debug({ target: "cluster", from, plugin: change.tag, type: change.type, event: change.event.type }, "a change from another member does not apply here");
-      return "ignored";
-    }
-    await ask(actor, event);
-    this.log.info({ target: "cluster", from, plugin: change.tag, event: event.type }, "applied a change from another member");
-    return "applied";
   }
 
   // ---- procedures invoked by the app machine -------------------------------------------------
