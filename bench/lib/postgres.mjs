@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
 import { sleep, start, stop } from "./procs.mjs";
+import { load, recordMaker, rng, STATS_CLIENTS as CLIENTS } from "./records.mjs";
 
 /** The directory of initdb and postgres (newest version installed), or null. */
 export function postgresBin() {
@@ -114,23 +115,7 @@ export function serverCpuSeconds(pid) {
 
 /** @typedef {{ count: number, ips: string[], take(): ArrayBuffer, append(...args: unknown[]): void }} Builder  batch.ts's BatchBuilder */
 
-/** @param {string} dist @param {string} p */
-const load = (dist, p) => import(pathToFileURL(join(dist, p)).href);
 
-/** A small deterministic generator (the same data every run). @param {number} seed */
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const NAMES = 20_000;
-const CLIENTS = 200;
 
 /**
  * `count` records of the recorder-stats mix (bench/lib/recorder.mjs: 20 000 names of skewed popularity, 200
@@ -140,9 +125,7 @@ const CLIENTS = 200;
  */
 async function batchMessages(dist, count, batchSize) {
   const { BatchBuilder, ClientTable, NO_CLIENT, StringTable } = await load(dist, "src/plugins/executors/query-recorder/batch.js");
-  const { encodeMessage, replyTo } = await load(dist, "src/dns/message.js");
-  const { addressRecord } = await load(dist, "src/dns/rdata.js");
-  const rand = rng(11);
+  const next = await recordMaker(dist, rng(11));
   const strings = new StringTable();
   const clients = new ClientTable();
   const groups = ["kids", "adults", "iot", "guests", "cameras", "family"];
@@ -150,17 +133,6 @@ async function batchMessages(dist, count, batchSize) {
     const g = groups.filter((_, k) => (c >> k) % 3 === 0).slice(0, 3);
     return { name: `host-${c}`, groups: g, memberOf: new Set([`host-${c}`, ...g]), paused: false };
   });
-  const types = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 28, 28, 28, 28, 28, 28, 65, 65, 12, 16];
-  /** @type {Map<string, Buffer>} */
-  const wires = new Map();
-  const wire = (/** @type {string} */ key, /** @type {() => Buffer} */ make) => {
-    let w = wires.get(key);
-    if (!w) {
-      w = make();
-      wires.set(key, w);
-    }
-    return w;
-  };
   const t0 = Date.now() - 86_400_000;
   let stringsSent = 0;
   let namesSent = 0;
@@ -169,36 +141,9 @@ async function batchMessages(dist, count, batchSize) {
   /** @type {Builder} */
   let batch = new BatchBuilder(batchSize * 300);
   for (let i = 0; i < count; i++) {
-    const nameIx = Math.floor(NAMES * rand() ** 3);
-    const name = `w${nameIx}.site${nameIx % 97}.example`;
-    const client = Math.floor(CLIENTS * rand() ** 2);
-    const ip = client < 190 ? `192.168.${Math.floor(client / 100)}.${client % 100}` : `fd00::${client}`;
-    const qtype = types[Math.floor(rand() * types.length)];
-    const u = rand();
-    const blocked = u < 0.12;
-    const kind = blocked ? "nx" : u < 0.14 ? "servfail" : u < 0.15 ? "error" : u < 0.16 ? "none" : u < 0.2 ? "refused" : "ok";
-    const q = { id: 0, flags: 0x0100, questions: [{ name, type: qtype, class: 1 }], answers: [], authorities: [], additionals: [], edns: null };
-    const query = wire(`q|${name}|${qtype}`, () => encodeMessage(q));
-    /** @type {Buffer | null} */
-    let response = null;
-    if (kind !== "error" && kind !== "none") {
-      response = wire(`r|${name}|${qtype}|${kind}`, () => {
-        const r = replyTo(q, kind === "nx" ? 3 : kind === "servfail" ? 2 : kind === "refused" ? 5 : 0);
-        if (kind === "ok" && qtype === 1) r.answers = [addressRecord(name, new Uint8Array([198, 51, 100, nameIx % 250]), 300)];
-        return encodeMessage(r);
-      });
-    }
-    const cached = !blocked && rand() < 0.6;
-    const elapsedUs = blocked || cached ? 40 + Math.floor(rand() * 400) : Math.floor(1000 * Math.exp(Math.log(20) + 1.2 * (rand() + rand() + rand() - 1.5)));
-    const path = [{ sequenceTag: "main", nodeIndex: 1, kind: "matcher", tag: "ads", outcome: blocked ? "matched" : "not_matched" }];
-    if (blocked) path.push({ sequenceTag: "main", nodeIndex: 1, kind: "builtin", tag: "reject", outcome: "stop" });
-    else {
-      path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: "entered" });
-      if (!cached) path.push({ sequenceTag: "main", nodeIndex: 3, kind: "executor", tag: "forward", outcome: "entered" }, { sequenceTag: "main", nodeIndex: 3, kind: "executor", tag: "forward", outcome: kind === "error" ? "error" : "next" });
-      path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: cached ? "stop" : kind === "error" ? "error" : "next" });
-    }
+    const { client, ip, query, response, elapsedUs, error, path } = next();
     const ref = client % 3 === 0 ? clients.of(identities[client]) : NO_CLIENT;
-    batch.append(t0 + Math.floor((i / count) * 86_400_000), elapsedUs, query, response, ip, ref, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
+    batch.append(t0 + Math.floor((i / count) * 86_400_000), elapsedUs, query, response, ip, ref, error, path, 0, strings);
     if (batch.count === batchSize || i === count - 1) {
       const data = batch.take();
       messages.push({
@@ -235,7 +180,7 @@ async function batchMessages(dist, count, batchSize) {
 export async function postgresWriterRate(o) {
   const messages = await batchMessages(o.dist, o.count, o.batchSize);
   const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
-  const state = { committed: 0, lost: 0, transactions: 0, wake: () => undefined };
+  const state = { committed: 0, lost: 0, transactions: 0, wake: /** @type {() => void} */ (() => undefined) };
   const pgOptions = { url: o.url, schema: o.schema, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000 };
   const link = new WriterLink(
     { role: "query-recorder-writer", memoryTail: 1024, sqlite: null, postgres: { pg: pgOptions, instance: "bench", maxRecords: 0, retentionMs: 30 * 86_400_000 } },
@@ -296,7 +241,7 @@ export function postgresWriterTable(r) {
   return lines.join("\n");
 }
 
-/** The target of bench/README.md, judged (a row of the targets table). @param {PostgresWriterResult | null} r */
+/** The target of bench/README.md, judged (a row of the targets table). @param {PostgresWriterResult | null} r @returns {import("./report.mjs").Target} */
 export function postgresWriterTarget(r) {
   const target = "postgres-writer: ≥ 50 000 records/s into PostgreSQL at batch_size 1 024 (best round)";
   const best = r ? bestPostgresRun(r, 1024) : null;

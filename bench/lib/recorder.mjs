@@ -7,23 +7,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { sleep } from "./procs.mjs";
 
-/** @param {string} dist @param {string} p */
-const load = (dist, p) => import(pathToFileURL(join(dist, p)).href);
+import { load, recordMaker, rng } from "./records.mjs";
 
-/** A small deterministic generator (the same data every run). @param {number} seed */
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-export const STATS_NAMES = 20_000;
-export const STATS_CLIENTS = 200;
+export { STATS_CLIENTS, STATS_NAMES } from "./records.mjs";
 
 /**
  * Writes `count` records spread over the last `spanMs` into a new database at `path`, through the
@@ -33,9 +19,7 @@ export const STATS_CLIENTS = 200;
 export async function generateRecords(o) {
   const { BatchBuilder, NO_CLIENT, StringTable } = await load(o.dist, "src/plugins/executors/query-recorder/batch.js");
   const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
-  const { encodeMessage, replyTo } = await load(o.dist, "src/dns/message.js");
-  const { addressRecord } = await load(o.dist, "src/dns/rdata.js");
-  const rand = rng(11);
+  const next = await recordMaker(o.dist, rng(11));
   const strings = new StringTable();
   let committed = 0;
   let lost = 0;
@@ -61,17 +45,6 @@ export async function generateRecords(o) {
     },
   );
   await link.ready;
-  const types = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 28, 28, 28, 28, 28, 28, 65, 65, 12, 16];
-  /** @type {Map<string, Buffer>} */
-  const wires = new Map();
-  const wire = (/** @type {string} */ key, /** @type {() => Buffer} */ make) => {
-    let w = wires.get(key);
-    if (!w) {
-      w = make();
-      wires.set(key, w);
-    }
-    return w;
-  };
   const started = performance.now();
   const t0 = Date.now() - o.spanMs;
   const BATCH = 2048;
@@ -79,36 +52,9 @@ export async function generateRecords(o) {
   let stringsSent = 0;
   let batch = new BatchBuilder(BATCH * 300);
   for (let i = 0; i < o.count; i++) {
-    const nameIx = Math.floor(STATS_NAMES * rand() ** 3);
-    const name = `w${nameIx}.site${nameIx % 97}.example`;
-    const client = Math.floor(STATS_CLIENTS * rand() ** 2);
-    const ip = client < 190 ? `192.168.${Math.floor(client / 100)}.${client % 100}` : `fd00::${client}`;
-    const qtype = types[Math.floor(rand() * types.length)];
-    const u = rand();
-    const blocked = u < 0.12;
-    const kind = blocked ? "nx" : u < 0.14 ? "servfail" : u < 0.15 ? "error" : u < 0.16 ? "none" : u < 0.2 ? "refused" : "ok";
-    const query = wire(`q|${name}|${qtype}`, () => encodeMessage({ id: 0, flags: 0x0100, questions: [{ name, type: qtype, class: 1 }], answers: [], authorities: [], additionals: [], edns: null }));
-    const q = { id: 0, flags: 0x0100, questions: [{ name, type: qtype, class: 1 }], answers: [], authorities: [], additionals: [], edns: null };
-    /** @type {Buffer | null} */
-    let response = null;
-    if (kind !== "error" && kind !== "none") {
-      response = wire(`r|${name}|${qtype}|${kind}`, () => {
-        const r = replyTo(q, kind === "nx" ? 3 : kind === "servfail" ? 2 : kind === "refused" ? 5 : 0);
-        if (kind === "ok" && qtype === 1) r.answers = [addressRecord(name, new Uint8Array([198, 51, 100, nameIx % 250]), 300)];
-        return encodeMessage(r);
-      });
-    }
-    const cached = !blocked && rand() < 0.6;
-    const elapsedUs = blocked || cached ? 40 + Math.floor(rand() * 400) : Math.floor(1000 * Math.exp(Math.log(20) + 1.2 * (rand() + rand() + rand() - 1.5)));
-    const path = [{ sequenceTag: "main", nodeIndex: 1, kind: "matcher", tag: "ads", outcome: blocked ? "matched" : "not_matched" }];
-    if (blocked) path.push({ sequenceTag: "main", nodeIndex: 1, kind: "builtin", tag: "reject", outcome: "stop" });
-    else {
-      path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: "entered" });
-      if (!cached) path.push({ sequenceTag: "main", nodeIndex: 3, kind: "executor", tag: "forward", outcome: "entered" }, { sequenceTag: "main", nodeIndex: 3, kind: "executor", tag: "forward", outcome: kind === "error" ? "error" : "next" });
-      path.push({ sequenceTag: "main", nodeIndex: 2, kind: "executor", tag: "cache", outcome: cached ? "stop" : kind === "error" ? "error" : "next" });
-    }
+    const { ip, query, response, elapsedUs, error, path } = next();
     const createdAt = t0 + Math.floor((i / o.count) * o.spanMs);
-    batch.append(createdAt, elapsedUs, query, response, ip, NO_CLIENT, kind === "error" ? "forward: upstream timed out" : null, path, 0, strings);
+    batch.append(createdAt, elapsedUs, query, response, ip, NO_CLIENT, error, path, 0, strings);
     if (batch.count === BATCH || i === o.count - 1) {
       const count = batch.count;
       const ips = batch.ips;
