@@ -58,7 +58,8 @@ export const dynamicSetControl: PluginControl<DynamicDomainSet> = {
       actors: {
         load: fromPromise(() => set.load()),
         operate: fromPromise(({ input }: { input: DynamicSetOperation }) => set.operate(input)),
-        persist: fromPromise(() => set.persist()),
+        // The primary alone writes the file (a worker's final write at a reload or stop is skipped too).
+        persist: fromPromise(() => (env.role === "worker" ? Promise.resolve({ at_ms: Date.now(), rules: set.status().rules }) : set.persist())),
         sweep: fromPromise(() => set.sweep()),
       },
       guards: {
