@@ -147,10 +147,10 @@ export class App implements ApiHost {
     const count = worker ? 1 : workerCount(config.workers);
     if (count > 1) {
       const start = { configPath: options.configPath, baseDir: options.baseDir, logLevel: options.logLevel ?? null };
-      this.workers = new WorkerPool({ count, start, log: this.log, bus: this.bus, clock: Date.now, resync: (tell) => currentChanges(this.changeHost(), tell) });
+      this.workers = new WorkerPool({ count, start, log: this.log, bus: this.bus, clock: Date.now, resync: (tell) => currentChanges(this.changeHost(), tell), requestReload: () => this.reloadForWorker() });
     }
     const role: ProcessRole = worker ? { kind: "worker", index: worker.index, channel: worker.channel } : (this.workers?.role ?? SINGLE);
-    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => this.requestReload() }, process: role };
+    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => (worker ? this.reloadFromWorker(worker.channel) : this.requestReload()) }, process: role };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     const trial = options.upgradeTrial;
     this.upgrade = new UpgradeWork(
@@ -362,6 +362,21 @@ export class App implements ApiHost {
       // The same words as the API's answer: one table from guard to message (src/api/guards.ts).
       const refusal = refusalError(err);
       throw new Error(refusal instanceof Error ? refusal.message : String(refusal), { cause: err });
+    }
+  }
+
+  /** A worker's `reload` executor: the primary reloads (and so every worker); a refusal is logged there. */
+  private reloadFromWorker(channel: ProcessChannel): void {
+    if (!channel.send({ t: "reload?", key: "" })) throw new Error("the primary process cannot be reached");
+  }
+
+  /** What a worker's `reload` executor asked for, as this process's own executor would. */
+  private reloadForWorker(): void {
+    try {
+      this.requestReload();
+      this.log.info({ target: "workers" }, "reload requested by a worker's reload executor");
+    } catch (err) {
+      this.log.warn({ target: "workers", err: describe(err) }, "a worker's reload request was refused");
     }
   }
 

@@ -46,6 +46,7 @@ plugins:
     args:
       - exec: $rec
       - { matches: qname domain:load.test, exec: black_hole 192.0.2.1 }
+      - { matches: qname full:reload.test, exec: reload }
       - { matches: $m, exec: reject 5 }
       - { matches: $pz, exec: reject 4 }
       - { matches: $listed, exec: reject 3 }
@@ -189,6 +190,14 @@ test("every query is answered while the configuration reloads under load, and ev
   });
   const page = (await (await call("/api/plugins/rec/records?limit=5&q=load.test")).json()) as { records: { qname?: string }[] };
   expect(page.records.length).toBe(5);
+});
+
+test("a reload executor run by a query in a worker reloads the primary, then every worker", async () => {
+  const reloads = (worker: boolean): number => sluice.logs.filter((l) => l.msg === "reload succeeded" && (typeof l.worker === "number") === worker).length;
+  const [primary, workers] = [reloads(false), reloads(true)];
+  await query(udp, "reload.test", "A");
+  await until(async () => reloads(false) === primary + 1 && reloads(true) === workers + 2, 5000);
+  expect(sluice.logs.some((l) => l.msg === "reload requested by a worker's reload executor")).toBe(true);
 });
 
 test("a killed worker is replaced and DNS keeps answering meanwhile; the new one takes the primary's matcher modes", async () => {

@@ -29,6 +29,8 @@ export interface PoolOptions {
   clock: () => number;
   /** A worker process serves its first generation: `tell` it the changes that bring it to the primary's state. */
   resync(tell: (change: SharedChange) => void): void;
+  /** A worker's `reload` executor ran (the primary reloads; the workers follow). */
+  requestReload(): void;
 }
 
 function send(worker: Worker, message: ChannelMessage): boolean {
@@ -109,6 +111,7 @@ export class WorkerPool {
           if (m.generation === 1) this.options.resync((change) => send(worker, { t: "change", key: "", change }));
           sendBack({ type: "WORKER.READY", pid: m.pid });
         } else if (m.t === "failed" && typeof m.error === "string") sendBack({ type: "WORKER.FAILED", error: m.error });
+        else if (m.t === "reload?") this.options.requestReload();
         else if (m.t === "metrics" && typeof m.id === "number") this.waiting.get(m.id)?.(m.snapshot as MetricsSnapshot);
       });
       // The channel's errors (a message to a worker that just ended) change nothing: its exit is what counts.

@@ -9,6 +9,8 @@ import type { ChannelMessage, ServerAddress } from "../../registry/process-role.
 
 /** The worker serves (after its start and after each reload): where its servers listen. */
 export type ReadyMessage = ChannelMessage & { t: "ready"; pid: number; generation: number; servers: Record<string, ServerAddress> };
+/** A worker's `reload` executor ran: the primary reloads (then tells every worker to). */
+export type ReloadRequest = ChannelMessage & { t: "reload?" };
 /** The worker could not start; it exits next. */
 export type FailedMessage = ChannelMessage & { t: "failed"; error: string };
 export type MetricsReply = ChannelMessage & { t: "metrics"; id: number; snapshot: MetricsSnapshot };
