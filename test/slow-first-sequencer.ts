@@ -15,7 +15,6 @@ const SLOW_FIRST = [
   "test/integration/upgrade-api.test.ts",
   "test/integration/upgrade-cli.test.ts",
   "test/fuzz/server-fuzz.test.ts",
-  "test/unit/types.test.ts",
   // The timed project's (they run after the rest, two at a time).
   "test/integration/config-from-limits.test.ts",
   "test/integration/query-recorder-stream-load.test.ts",
