@@ -169,12 +169,24 @@ describe("query log", { timeout: 60_000 }, () => {
     await expect.poll(async () => (await tableRows(w.page)).length).toBe(5);
 
     // Paging: 20 per page over the 20 records, then a page with what is left after more queries.
+    // The Clear's own load (50 a page) is held back until the 20-a-page load has answered, so it answers last:
+    // the table must keep the newer load's rows (it once showed all 25).
+    const twenty = w.page.waitForResponse((r) => r.url().includes("/records?") && r.url().includes("limit=20"));
+    await w.page.route(
+      /\/records\?(.*&)?limit=50/,
+      async (route) => {
+        await twenty;
+        await route.continue();
+      },
+      { times: 1 },
+    );
+    const clearsLoad = w.page.waitForResponse((r) => r.url().includes("/records?") && r.url().includes("limit=50"));
     await w.page.getByRole("button", { name: "Clear", exact: true }).click();
     for (let i = 0; i < 5; i++) await query("127.0.0.1", `page${i}.example`);
     await committed(s, "rec", TOTAL + 5);
     await w.page.getByTestId("records-limit").selectOption("20");
-    // The newest page of 20 starts with the newest query (before, the table held the 20 older ones, or all 25
-    // when the Clear's own reload came after the new queries were committed).
+    await clearsLoad;
+    // The newest page of 20 starts with the newest query.
     await expect.poll(async () => (await tableRows(w.page)).map((r, i) => (i === 0 ? r.qname : "")).join(",")).toBe(`page4.example.${",".repeat(19)}`);
     const first = await tableRows(w.page);
     expect(first).toHaveLength(20);

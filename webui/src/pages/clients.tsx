@@ -13,6 +13,7 @@ import { useActorLoad } from "../actors";
 import { errorText, refusalText } from "../api";
 import { loadClients, removeClient, type ClientsAnswer, type NamedClient, type SeenClient } from "../clients";
 import { useEvery } from "../components/every";
+import { useNewest } from "../components/newest";
 import { Badge, Notice, type Tone } from "../components/ui";
 import type { PluginInfo } from "../features";
 import { count, relative, when } from "../format";
@@ -231,14 +232,19 @@ export function ClientsPage({ sources }: { sources: PluginInfo[] }) {
   const removing = useSignal<string | null>(null);
   const now = useSignal(Date.now());
 
+  // A periodic read under way during an edit may answer after the edit's own: only the newest is shown.
+  const newest = useNewest();
   const load = async (): Promise<void> => {
     if (tag === null) return;
+    const isNewest = newest();
     try {
-      data.value = await loadClients(tag);
+      const answer = await loadClients(tag);
+      if (!isNewest()) return;
+      data.value = answer;
       now.value = Date.now();
       error.value = null;
     } catch (err) {
-      error.value = errorText(err);
+      if (isNewest()) error.value = errorText(err);
     }
   };
 

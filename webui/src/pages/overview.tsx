@@ -12,6 +12,7 @@ import { BarList, ShareBar, type Part } from "../components/bars";
 import { ClientFilterFields } from "../components/client-filters";
 import { Chart } from "../components/chart";
 import { useEvery } from "../components/every";
+import { useNewest } from "../components/newest";
 import { RecorderSelect } from "../components/recorder-select";
 import { Facts, Notice } from "../components/ui";
 import { capabilities, plugins, type PluginInfo } from "../features";
@@ -228,19 +229,24 @@ export function OverviewPage({ sources }: { sources: PluginInfo[] }) {
   const error = useSignal<string | null>(null);
   const loadedAt = useSignal<number | null>(null);
 
+  // A refresh under way when the filter changes may answer after the filtered one: only the newest is shown.
+  const newest = useNewest();
   const refresh = async (): Promise<void> => {
     if (tag === null) return;
+    const isNewest = newest();
     const win = windowOf(preset.value, Date.now(), customSince.value, customUntil.value);
     if (typeof win === "string") {
       error.value = win;
       return;
     }
     try {
-      data.value = await load(tag, win, filter.value, blockedBy.value, byName);
+      const answer = await load(tag, win, filter.value, blockedBy.value, byName);
+      if (!isNewest()) return;
+      data.value = answer;
       loadedAt.value = Date.now();
       error.value = null;
     } catch (err) {
-      error.value = errorText(err);
+      if (isNewest()) error.value = errorText(err);
     }
   };
 

@@ -9,6 +9,7 @@ import { useEffect } from "preact/hooks";
 import { errorText, pluginPath } from "../api";
 import { ClientFilterFields } from "../components/client-filters";
 import { useLiveStream } from "../components/live";
+import { useNewest } from "../components/newest";
 import { RecorderSelect } from "../components/recorder-select";
 import { Badge, Notice, toneOf, type Tone } from "../components/ui";
 import type { PluginInfo } from "../features";
@@ -150,16 +151,21 @@ export function QueriesPage({ sources }: { sources: PluginInfo[] }) {
     form.value = toForm(f);
   }, [routeParams.value]);
 
+  // A Clear and a limit change start two loads; the first may answer last, and must not replace the second's rows.
+  const newest = useNewest();
   const loadPage = async (): Promise<void> => {
     if (tag === null) return;
+    const isNewest = newest();
     busy.value = true;
     try {
-      page.value = await recorderGet<RecordPage>(tag, "records", query(applied.value, { limit: limit.value, ...(cursor.value ? { cursor: cursor.value } : {}) }));
+      const answer = await recorderGet<RecordPage>(tag, "records", query(applied.value, { limit: limit.value, ...(cursor.value ? { cursor: cursor.value } : {}) }));
+      if (!isNewest()) return;
+      page.value = answer;
       error.value = null;
     } catch (err) {
-      error.value = errorText(err);
+      if (isNewest()) error.value = errorText(err);
     } finally {
-      busy.value = false;
+      if (isNewest()) busy.value = false;
     }
   };
 
