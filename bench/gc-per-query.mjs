@@ -6,7 +6,7 @@
 // and 3 s of load every query is a cache hit, and dnsperf then sends `--queries` of them at `--qps` (CPU 0).
 //   npm run build && node bench/gc-per-query.mjs [--queries 200000] [--qps 20000] [--idle SECONDS] [--node-arg=--max-semi-space-size=4 ...] [--no-launcher]
 // Sluice starts through its launcher (bin/sluice, with the node options it adds; --node-arg goes to SLUICE_NODE_ARGS), or
-// with --no-launcher as `node [--node-arg ...] dist/src/cli.js`. --idle leaves it idle before the measured queries, as the
+// with --no-launcher as `node [--node-arg ...] dist/bundle/cli.js`. --idle leaves it idle before the measured queries, as the
 // bench's interleaved rounds do while the other servers are measured: V8 then shrinks the young generation unless told not to.
 // Needs dnsperf and taskset; uses two free ports it picks itself, so it can run beside `npm run bench`.
 import dgram from "node:dgram";
@@ -86,7 +86,7 @@ try {
   const nodeArgs = ["--trace-gc-nvp", ...NODE_ARGS];
   const sluice = LAUNCHER
     ? start("sluice", join(ROOT, "bin", "sluice"), startArgs, { cpus: "1", env: { ...env, SLUICE_NODE: process.execPath, SLUICE_NODE_ARGS: nodeArgs.join(" ") }, cwd: tmp, stdoutFd: fd })
-    : start("sluice", process.execPath, [...nodeArgs, join(ROOT, "dist/src/cli.js"), ...startArgs], { cpus: "1", env, cwd: tmp, stdoutFd: fd });
+    : start("sluice", process.execPath, [...nodeArgs, join(ROOT, "dist/bundle/cli.js"), ...startArgs], { cpus: "1", env, cwd: tmp, stdoutFd: fd });
   closeSync(fd);
   await waitReady(sluice, port, "probe.bench.test", 20_000);
   // What node runs with, as the launcher passed it (taskset and the launcher exec, so the PID is node's).
@@ -103,7 +103,7 @@ try {
   const answered = run.stats.completed;
   const per100k = (/** @type {number} */ n) => ((n * 100_000) / answered).toFixed(1);
   const lat = latencySummary(run.latencies, run.stats.lost);
-  console.log(`${LAUNCHER ? "bin/sluice" : "node dist/src/cli.js"}, node options: ${ran}; idle ${IDLE_SECONDS} s before; ${answered} queries answered at ${QPS} QPS, ${run.stats.lost} lost`);
+  console.log(`${LAUNCHER ? "bin/sluice" : "node dist/bundle/cli.js"}, node options: ${ran}; idle ${IDLE_SECONDS} s before; ${answered} queries answered at ${QPS} QPS, ${run.stats.lost} lost`);
   console.log(`allocated: ${(t.allocated / answered).toFixed(0)} bytes/query (${(t.allocated / 1048576).toFixed(1)} MiB)`);
   console.log(`scavenges: ${per100k(t.scavenges)} per 100k queries (${(t.allocated / Math.max(1, t.scavenges) / 1048576).toFixed(1)} MiB allocated between two), pause ${per100k(t.scavengePauseMs)} ms per 100k (mean ${(t.scavengePauseMs / Math.max(1, t.scavenges)).toFixed(2)} ms, max ${t.maxScavengePauseMs.toFixed(2)} ms; of which sweeping ArrayBuffers ${per100k(t.sweepArrayBuffersMs)} ms)`);
   console.log(`other collections: ${t.others} (pause ${t.otherPauseMs.toFixed(1)} ms)`);

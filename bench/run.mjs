@@ -205,7 +205,7 @@ async function startServer(name, cmd, args, port, probe, o = {}) {
 function startSluice(config, port, probe, ctx, extraEnv = {}) {
   const env = { ...process.env, PORT: String(port), UPSTREAM: `127.0.0.1:${PORTS.upstream}`, RULES: ctx.rules, CLIENTS: ctx.clients, ADGUARD_RULES: ctx.adguardRules, CERT: ctx.cert.cert, KEY: ctx.cert.key, API_PORT: String(PORTS.api), SINK_PORT: String(PORTS.sink), ...extraEnv };
   // Through the launcher, as installed releases and the Debian package run it: the node options it adds count
-  // (the young generation's size: bench/README.md, "Latency"). It runs dist/src/cli.js on this node.
+  // (the young generation's size: bench/README.md, "Latency"). It runs dist/bundle/cli.js on this node.
   const args = ["start", "-c", join(BENCH, "configs", `${config}.yaml`), "-d", ctx.tmp];
   return startServer("sluice", join(ROOT, "bin", "sluice"), args, port, probe, { env: { ...env, SLUICE_NODE: process.execPath }, cwd: ctx.tmp });
 }

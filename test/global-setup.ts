@@ -1,5 +1,5 @@
 // Builds dist/ once before the suite when any source file is newer than the build, so tests that
-// run the real program as a child process (`node dist/src/cli.js`) always run the current code,
+// run the real program as a child process (`node dist/bundle/cli.js`, as bin/sluice does) always run the current code,
 // and the dashboard (webui/ → dist/webui) that the API serves by default is the current one.
 // Every temporary file of the run (the tests', their children's, the browsers') goes under one
 // directory, TMPDIR for the workers, removed when the run ends; on a tmpfs when there is one.
@@ -45,6 +45,9 @@ export default function setup(): () => void {
   const sources = Math.max(...["src", "machines", "actors"].filter((d) => existsSync(join(root, d))).map((d) => newest(join(root, d))), packageJson);
   if (builtAt(join(root, "dist", "src", "cli.js")) < sources) {
     execFileSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" });
+  }
+  if (builtAt(join(root, "dist", "bundle", "cli.js")) < Math.max(builtAt(join(root, "dist", "src", "cli.js")), statSync(join(root, "rolldown.config.mjs")).mtimeMs)) {
+    execFileSync(process.execPath, [join(root, "node_modules", "rolldown", "bin", "cli.mjs"), "-c", join(root, "rolldown.config.mjs")], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   }
   if (builtAt(join(root, "dist", "webui", "index.html")) < Math.max(newest(join(root, "webui")), packageJson)) {
     execFileSync(process.execPath, [join(root, "node_modules", "vite", "bin", "vite.js"), "build", "--config", join(root, "webui", "vite.config.mjs")], { stdio: "inherit" });

@@ -37,7 +37,7 @@ function findTools() {
 
 /**
  * Finds dnsperf, dnsmasq and unbound; installs them with apt-get when missing and running as root.
- * Exits 1 with instructions otherwise. Also requires Sluice's build (dist/src/cli.js).
+ * Exits 1 with instructions otherwise. Also requires Sluice's build (dist/bundle/cli.js).
  * @param {string} root repository root
  * @returns {{ tools: Record<string, string>, cli: string, taskset: string | null }}
  */
@@ -62,7 +62,7 @@ export function checkPrerequisites(root) {
       process.exit(1);
     }
   }
-  const cli = join(root, "dist/src/cli.js");
+  const cli = join(root, "dist/bundle/cli.js");
   if (!existsSync(cli)) {
     console.error(`${cli} not found: build Sluice first (npm run build), or run \`npm run bench\`, which builds.`);
     process.exit(1);

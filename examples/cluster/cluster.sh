@@ -17,7 +17,7 @@
 # DNSDIST_PORT [5300], REDIS_PORT [6390], PG_PORT [5439; names the socket only],
 # PG_BIN [newest /usr/lib/postgresql/*/bin], SLUICE_A_DNS_PORT/B/C [5301/5302/5303],
 # SLUICE_A_API_PORT/B/C [9081/9082/9083], SLUICE_API_PASSWORD [random, kept in $CLUSTER_DIR/api-password],
-# SLUICE_UPSTREAM [9.9.9.9], SLUICE_BIN [node <repo>/dist/src/cli.js; run npm run build first].
+# SLUICE_UPSTREAM [9.9.9.9], SLUICE_BIN [node <repo>/dist/bundle/cli.js; run npm run build first].
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,7 +36,7 @@ SLUICE_A_API_PORT="${SLUICE_A_API_PORT:-9081}"
 SLUICE_B_API_PORT="${SLUICE_B_API_PORT:-9082}"
 SLUICE_C_API_PORT="${SLUICE_C_API_PORT:-9083}"
 SLUICE_UPSTREAM="${SLUICE_UPSTREAM:-9.9.9.9}"
-read -r -a SLUICE_CMD <<< "${SLUICE_BIN:-node $ROOT/dist/src/cli.js}"
+read -r -a SLUICE_CMD <<< "${SLUICE_BIN:-node $ROOT/dist/bundle/cli.js}"
 
 PIDS="$CLUSTER_DIR/pids"
 LOGS="$CLUSTER_DIR/logs"

@@ -8,7 +8,7 @@ import { createHash, createPrivateKey, sign } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { create } from "tar";
-import { artefactName, artefactRoot, signatureName, thisPlatform, type Release, type ReleaseAsset } from "../upgrade/release.js";
+import { artefactName, artefactRoot, BUILT_CLI, signatureName, thisPlatform, type Release, type ReleaseAsset } from "../upgrade/release.js";
 import { MANIFEST_FILE, type ReleaseManifest } from "../upgrade/unpack.js";
 
 export interface BuildOptions {
@@ -119,15 +119,15 @@ function sha256(file: string): string {
 }
 
 /**
- * The program itself into `top`: dist/ (the compiled code and the built WebUI), package.json with
+ * The program itself into `top`: dist/bundle (the program as bin/sluice runs it) and dist/webui, package.json with
  * `version`, the production node_modules (native addons as built here; with `prune`, without their
  * tests, examples and repository files) and config/. The release tarball and the Debian package
  * (src/release/deb.ts) both start from this.
  */
 export function stageProgram(root: string, top: string, version: string, mode: StageMode, prune = false): void {
   const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as Record<string, unknown>;
-  if (!existsSync(join(root, "dist", "src", "cli.js"))) throw new Error(`${join(root, "dist")} is not built; run npm run build first`);
-  for (const d of ["src", "machines", "actors", "webui"]) if (existsSync(join(root, "dist", d))) mirror(join(root, "dist", d), join(top, "dist", d), undefined, [], mode);
+  if (!existsSync(join(root, BUILT_CLI))) throw new Error(`${join(root, "dist")} is not built; run npm run build first`);
+  for (const d of ["bundle", "webui"]) if (existsSync(join(root, "dist", d))) mirror(join(root, "dist", d), join(top, "dist", d), undefined, [], mode);
   const { devDependencies: _dev, scripts: _scripts, ...shipped } = pkg;
   writeFileSync(join(top, "package.json"), JSON.stringify({ ...shipped, version }, null, 2) + "\n");
   for (const p of productionPackages(root)) {
@@ -144,7 +144,7 @@ export function stageProgram(root: string, top: string, version: string, mode: S
 export async function buildRelease(o: BuildOptions): Promise<BuiltRelease> {
   const pkg = JSON.parse(readFileSync(join(o.root, "package.json"), "utf8")) as Record<string, unknown> & { version: string };
   const version = o.version ?? pkg.version;
-  if (!existsSync(join(o.root, "dist", "src", "cli.js"))) throw new Error(`${join(o.root, "dist")} is not built; run npm run build first`);
+  if (!existsSync(join(o.root, BUILT_CLI))) throw new Error(`${join(o.root, "dist")} is not built; run npm run build first`);
   const target = thisPlatform();
   const name = artefactName(version, target);
   mkdirSync(o.outDir, { recursive: true });

@@ -5,9 +5,10 @@ import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { BUILT_CLI } from "../upgrade/release.js";
 import { productionPackages } from "./build.js";
 
-/** The --help texts of the built CLI (dist/src/cli.js), each command's under its own heading. */
+/** The --help texts of the built CLI (dist/bundle/cli.js), each command's under its own heading. */
 const HELP_SECTIONS: { title: string; argv: string[] }[] = [
   { title: "USAGE", argv: ["--help"] },
   { title: "UPGRADE", argv: ["upgrade", "--help"] },
@@ -25,9 +26,9 @@ function roffBlock(text: string): string {
   return [".nf", ...text.replace(/\n+$/, "").split("\n").map(roffLine), ".fi"].join("\n");
 }
 
-/** sluice(8): the help texts printed by `node dist/src/cli.js ... --help` in `root`, verbatim. */
+/** sluice(8): the help texts printed by `node dist/bundle/cli.js ... --help` in `root`, verbatim. */
 export async function manPage(root: string, version: string, date: Date): Promise<string> {
-  const cli = join(root, "dist", "src", "cli.js");
+  const cli = join(root, BUILT_CLI);
   const sections = await Promise.all(
     HELP_SECTIONS.map(async ({ title, argv }) => {
       const { stdout } = await promisify(execFile)(process.execPath, [cli, ...argv], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });

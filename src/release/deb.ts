@@ -15,6 +15,7 @@ import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { PACKAGE_MARKER, type PackageMarker } from "../upgrade/layout.js";
+import { BUILT_CLI } from "../upgrade/release.js";
 import { stageProgram } from "./build.js";
 import { changelog, copyright, manPage } from "./deb-docs.js";
 
@@ -189,7 +190,7 @@ export async function buildDeb(o: DebOptions): Promise<BuiltDeb> {
     stageProgram(o.root, lib, upstream, "copy", true);
     if (!systemNode) copyFileSync(process.execPath, join(lib, "node"));
     // The CLI has a #! line: executable, as lintian asks (the launcher runs it with node either way).
-    chmodSync(join(lib, "dist", "src", "cli.js"), 0o755);
+    chmodSync(join(lib, BUILT_CLI), 0o755);
     const marker: PackageMarker = { manager: "dpkg", package: "sluice", version, node: systemNode ? "system" : "bundled" };
     put(staging, `usr/lib/sluice/${PACKAGE_MARKER}`, JSON.stringify(marker, null, 2) + "\n");
     const elves = normaliseModes(staging);

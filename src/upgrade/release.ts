@@ -68,6 +68,8 @@ export const artefactName = (version: string, t: PlatformTarget): string => `slu
 
 /** The top-level directory inside an artefact. */
 export const artefactRoot = (version: string): string => `sluice-${version}`;
+/** The program's entry point in a checkout and in a release, which bin/sluice runs (rolldown.config.mjs). */
+export const BUILT_CLI = "dist/bundle/cli.js";
 
 /** The detached Ed25519 signature of an artefact is published as this asset. */
 export const signatureName = (asset: string): string => `${asset}.sig`;

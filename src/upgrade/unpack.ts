@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ExtractJob, ExtractOutcome } from "./extract.js";
 import { readJson, type InstallLayout } from "./layout.js";
-import { artefactRoot, platformTag, type PlatformTarget } from "./release.js";
+import { artefactRoot, BUILT_CLI, platformTag, type PlatformTarget } from "./release.js";
 
 /** What a release says about itself: `sluice-release.json` at the top of the artefact. */
 export interface ReleaseManifest {
@@ -103,5 +103,5 @@ function checkManifest(dir: string, version: string, target: PlatformTarget): vo
   const built = `${String(m.platform)}-${String(m.arch)}-node${String(m.node_major)}`;
   if (built !== platformTag(target)) throw new Error(`the artefact was built for ${built}; this system is ${platformTag(target)}`);
   if (m.node_abi !== process.versions.modules) throw new Error(`the artefact's native addons are for Node ABI ${String(m.node_abi)}; this Node is ABI ${process.versions.modules}`);
-  if (!existsSync(join(dir, "bin", "sluice")) || !existsSync(join(dir, "dist", "src", "cli.js"))) throw new Error("the artefact lacks bin/sluice or dist/src/cli.js");
+  if (!existsSync(join(dir, "bin", "sluice")) || !existsSync(join(dir, BUILT_CLI))) throw new Error(`the artefact lacks bin/sluice or ${BUILT_CLI}`);
 }

@@ -1,4 +1,4 @@
-// Fuzzes the real program (dist/src/cli.js in a child process) over UDP and TCP with >100 000
+// Fuzzes the real program (dist/bundle/cli.js in a child process) over UDP and TCP with >100 000
 // random and mutated packets, then checks it is alive, still answers correctly, and that every UDP
 // reply was the right answer to the packet with its ID. Seeded: set SLUICE_FUZZ_SEED to replay.
 
@@ -21,7 +21,7 @@ const UDP_PACKETS = 70_000;
 const UDP_BATCH = 100;
 const TCP_CONNECTIONS = 48;
 const TCP_FRAMES = 700;
-const CLI = join(import.meta.dirname, "..", "..", "dist", "src", "cli.js");
+const CLI = join(import.meta.dirname, "..", "..", "dist", "bundle", "cli.js");
 
 const CONFIG = `
 log: { level: info }

@@ -1,9 +1,9 @@
-// Runs the compiled program (dist/) as a child process, as an operator would.
+// Runs the built program (dist/bundle, as bin/sluice does) as a child process, as an operator would.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 
-export const CLI = join(import.meta.dirname, "..", "..", "dist", "src", "cli.js");
+export const CLI = join(import.meta.dirname, "..", "..", "dist", "bundle", "cli.js");
 
 export interface CliResult {
   code: number | null;

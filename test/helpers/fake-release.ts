@@ -1,7 +1,7 @@
 // Small release artefacts for upgrade tests, written byte by byte (ustar + gzip) so a test can put
 // in exactly what a hostile artefact would: symbolic and hard links, `..` and absolute paths,
 // setuid files, devices. A well-formed one holds the manifest, a bin/sluice that answers the smoke
-// test with a chosen exit status, and a stub dist/src/cli.js. Releases must be signed (issue 22):
+// test with a chosen exit status, and a stub dist/bundle/cli.js. Releases must be signed (issue 22):
 // the tests' Ed25519 key pair lives here (one per test process), with the public key as a PEM file
 // for upgrade.public_key and the private key as one for `npm run release --sign-key`.
 
@@ -9,7 +9,7 @@ import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { artefactName, artefactRoot, thisPlatform, type PlatformTarget } from "../../src/upgrade/release.js";
+import { artefactName, artefactRoot, BUILT_CLI, thisPlatform, type PlatformTarget } from "../../src/upgrade/release.js";
 import { MANIFEST_FILE, type ReleaseManifest } from "../../src/upgrade/unpack.js";
 import { tempDir } from "./sluice.js";
 
@@ -136,8 +136,8 @@ function releaseEntries(version: string, opts: { smokeExit?: number; target?: Pl
     { path: `${root}/bin/`, type: "5" },
     { path: `${root}/bin/sluice`, content: script, mode: 0o755 },
     { path: `${root}/dist/`, type: "5" },
-    { path: `${root}/dist/src/`, type: "5" },
-    { path: `${root}/dist/src/cli.js`, content: "// stub\n" },
+    { path: `${root}/dist/bundle/`, type: "5" },
+    { path: `${root}/${BUILT_CLI}`, content: "// stub\n" },
     { path: `${root}/${MANIFEST_FILE}`, content: JSON.stringify(manifest) },
     ...(opts.extra ?? []),
   ];

@@ -171,7 +171,7 @@ describe("the Debian package", () => {
     };
     expect(mode("/usr/bin/sluice")).toBe("-rwxr-xr-x root/root");
     expect(mode("/usr/lib/sluice/node")).toBe("-rwxr-xr-x root/root");
-    for (const f of ["/etc/sluice/sluice.yaml", "/lib/systemd/system/sluice.service", "/usr/share/man/man8/sluice.8.gz", "/usr/share/doc/sluice/copyright", "/usr/share/doc/sluice/changelog.Debian.gz", "/usr/lib/sluice/sluice-package.json", "/usr/lib/sluice/package.json", "/usr/lib/sluice/dist/src/cli.js"]) {
+    for (const f of ["/etc/sluice/sluice.yaml", "/lib/systemd/system/sluice.service", "/usr/share/man/man8/sluice.8.gz", "/usr/share/doc/sluice/copyright", "/usr/share/doc/sluice/changelog.Debian.gz", "/usr/lib/sluice/sluice-package.json", "/usr/lib/sluice/package.json", "/usr/lib/sluice/dist/bundle/cli.js"]) {
       expect(mode(f), f).toMatch(/^-rw[-x]r-[-x]r-[-x] root\/root$/);
     }
     expect([...entries.keys()].some((p) => /^\/usr\/lib\/sluice\/node_modules\/better-sqlite3\/build\/Release\/better_sqlite3\.node$/.test(p))).toBe(true);

@@ -85,7 +85,9 @@ async function buildBroken(out: string): Promise<void> {
   const top = join(dir, artefactRoot(BROKEN));
   execFileSync("mv", [join(dir, artefactRoot(NEXT)), top]);
   for (const f of ["package.json", MANIFEST_FILE]) writeFileSync(join(top, f), readFileSync(join(top, f), "utf8").replace(`"version": "${NEXT}"`, `"version": "${BROKEN}"`));
-  const appJs = join(top, "dist", "src", "app", "app.js");
+  // The bundle's chunk that holds App (rolldown.config.mjs).
+  const bundle = join(top, "dist", "bundle");
+  const appJs = join(bundle, readdirSync(bundle).find((f) => readFileSync(join(bundle, f), "utf8").includes("static async start(options) {")) ?? "app.js");
   writeFileSync(appJs, readFileSync(appJs, "utf8").replace("static async start(options) {", 'static async start(options) { throw new Error("this release cannot start (test fixture)");'));
   const file = join(out, artefactName(BROKEN, thisPlatform()));
   await execFileAsync("tar", ["-I", "gzip -1", "--owner=0", "--group=0", "--numeric-owner", "-cf", file, "-C", dir, artefactRoot(BROKEN)]);
