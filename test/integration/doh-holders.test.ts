@@ -232,7 +232,9 @@ test("connections holding unfinished POST bodies cannot lock legitimate DoH clie
       latencies.sort((a, b) => a - b);
       const line =
         `${p.kind}: ${HOLDERS} holders (${holders.opened} connections opened in all, ${holders.closed} closed by the server, ${holders.cut} held requests cut, ${closedRequest} by request_timeout); ` +
-        `legitimate DoH ${latencies.length}/20 answered, p50 ${latencies[Math.floor(latencies.length / 2)]?.toFixed(0) ?? "-"} ms, max ${latencies[latencies.length - 1]?.toFixed(0) ?? "-"} ms; ${formatLoad(dns)}`;
+        `legitimate DoH ${latencies.length}/20 answered, p50 ${latencies[Math.floor(latencies.length / 2)]?.toFixed(0) ?? "-"} ms, max ${latencies[latencies.length - 1]?.toFixed(0) ?? "-"} ms; ${formatLoad(dns)}` +
+        // Which legitimate query failed, and how (refused, closed, no answer in 4 s): a failure then says why.
+        (failures.length > 0 ? `; failed: ${failures.join("; ")}` : "");
       lines.push(line);
       expect(latencies.length, line).toBe(20);
       expect(latencies[latencies.length - 1], line).toBeLessThan(2000);
