@@ -1,9 +1,9 @@
 // http_server connection limits, over real sockets: a TLS handshake or HTTP/2 preface that never
 // completes, slow HTTP/1.1 headers and bodies and a slow HTTP/2 body are cut off by
-// request_timeout; max_conns evicts the connection idle longest and refuses only when every
-// connection is busy; idle_timeout closes idle connections; a client that does not read its
-// answers loses its connection after idle_timeout; unfinished HTTP/2 bodies hold a bounded number of
-// bytes per connection. DNS keeps being answered throughout.
+// request_timeout; max_conns evicts a connection holding an unfinished body first, then the one idle
+// longest, and refuses only when every connection is busy; idle_timeout closes idle connections; a
+// client that does not read its answers loses its connection after idle_timeout; unfinished HTTP/2
+// bodies hold a bounded number of bytes per connection. DNS keeps being answered throughout.
 import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -177,6 +177,36 @@ describe("max_conns", () => {
     const after = await metrics();
     expect(metricValue(after, "server_http_conn_evicted_total", 'plugin_tag="tls"') - metricValue(before, "server_http_conn_evicted_total", 'plugin_tag="tls"')).toBe(1);
     expect(metricValue(after, "server_http_conn_refused_total", 'plugin_tag="tls"') - metricValue(before, "server_http_conn_refused_total", 'plugin_tag="tls"')).toBe(1);
+  });
+
+  test("a connection holding an unfinished body is evicted before older idle ones, whatever its age", async () => {
+    const before = await metrics();
+    // Two idle connections first (the older ones), then the newest, holding a POST whose body stops.
+    const idle: http2.ClientHttp2Session[] = [];
+    for (let i = 0; i < 2; i++) {
+      const session = await h2Connect(tlsOrigin, pki.ca);
+      expect((await h2Request(session, get(`kept${i}.example`))).status).toBe(200);
+      idle.push(session);
+    }
+    await sleep(20);
+    const holder = await h2Connect(tlsOrigin, pki.ca);
+    const held = holder.request({ ":method": "POST", ":path": "/dns-query", "content-type": "application/dns-message" });
+    held.on("error", () => undefined);
+    held.write(buildQuery("held.example", "A").subarray(0, 6));
+    const holderClosed = new Promise<void>((resolve) => holder.once("close", () => resolve()));
+    await sleep(50);
+    const fresh = await h2Connect(tlsOrigin, pki.ca);
+    expect((await h2Request(fresh, get("fresh.example"))).status).toBe(200);
+    await holderClosed;
+    // The idle ones were kept: they still answer.
+    for (const [i, session] of idle.entries()) {
+      expect(session.closed || session.destroyed, `idle connection ${i}`).toBe(false);
+      expect((await h2Request(session, get(`again${i}.example`))).status).toBe(200);
+    }
+    for (const x of [...idle, holder, fresh]) x.destroy();
+    await sleep(100);
+    const after = await metrics();
+    expect(metricValue(after, "server_http_conn_evicted_total", 'plugin_tag="tls"') - metricValue(before, "server_http_conn_evicted_total", 'plugin_tag="tls"')).toBe(1);
   });
 });
 

@@ -57,6 +57,8 @@ export class HttpConn {
   readonly bodies = new Map<http2.ServerHttp2Stream, number>();
   /** Bytes received so far of the bodies in `bodies`. */
   bodyBytes = 0;
+  /** When the HTTP/1.1 request being read started its body; 0 when none is being read. */
+  h1BodySince = 0;
   pausedByUs = false;
   /** An idle HTTP/2 session sent GOAWAY and is closing; the next sweep ends it if it has not. */
   closing = false;
@@ -86,6 +88,15 @@ export function stopWaiting(conn: HttpConn, stream: Tagged<http2.ServerHttp2Stre
   conn.bodyBytes -= stream[BYTES] ?? 0;
   stream[BYTES] = 0;
   return true;
+}
+
+/**
+ * When the oldest request body this connection is still receiving started (HTTP/2 streams in
+ * `bodies`, which keeps them in the order they started, or the HTTP/1.1 request); 0 when none.
+ */
+export function bodyWaitingSince(conn: HttpConn): number {
+  for (const started of conn.bodies.values()) return started;
+  return conn.h1BodySince;
 }
 
 /** A counted request finished: the connection is fresh again. */

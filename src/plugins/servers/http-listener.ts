@@ -1,18 +1,18 @@
 // An HTTP listener for DoH: one TCP port serving HTTP/1.1 and HTTP/2, told apart by ALPN over TLS
 // and by the first bytes in cleartext (the HTTP/2 preface; Node's cleartext http2 server alone
 // refuses HTTP/1.1). Node's http and http2 servers parse, without listening themselves; connections
-// are accepted, counted and bounded here: max_conns (the connection idle longest evicted first),
-// idle_timeout, request_timeout (TLS handshake and protocol detection, HTTP/1.1 headers and
-// request, HTTP/2 request bodies), at most MAX_INFLIGHT requests per connection, and requests
-// that never finish (a client that does not read its answers). A request holds its connection busy
-// only once its body is complete (http-conn.ts).
+// are accepted, counted and bounded here: max_conns (a connection holding an unfinished body evicted
+// first, then the one idle longest), idle_timeout, request_timeout (TLS handshake and protocol
+// detection, HTTP/1.1 headers and request, HTTP/2 request bodies), at most MAX_INFLIGHT requests per
+// connection, and requests that never finish (a client that does not read its answers). A request
+// holds its connection busy only once its body is complete (http-conn.ts).
 
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
 import tls from "node:tls";
 import type { Cell } from "../../observability/metrics.js";
-import { CONN, detachedStats, finished, hasBody, HttpConn, ignore, stopWaiting, trackStream, type HttpLimits, type HttpStats, type Tagged } from "./http-conn.js";
+import { bodyWaitingSince, CONN, detachedStats, finished, hasBody, HttpConn, ignore, stopWaiting, trackStream, type HttpLimits, type HttpStats, type Tagged } from "./http-conn.js";
 import { H1Exchange, H2Exchange, sendError, type DohExchange } from "./doh-exchange.js";
 import { Listener } from "./listener.js";
 import { readStreamHeader, type ProxyPolicy } from "./proxy-protocol.js";
@@ -201,10 +201,16 @@ export class HttpListener extends Listener<HttpHandler> {
         socket.pause();
       }
     };
-    if (hasBody(req.headers)) req.once("end", count);
-    else count();
+    if (hasBody(req.headers)) {
+      conn.h1BodySince = Date.now();
+      req.once("end", () => {
+        conn.h1BodySince = 0;
+        count();
+      });
+    } else count();
     res.once("close", () => {
       over = true;
+      conn.h1BodySince = 0;
       if (!counted) return;
       finished(conn);
       if (conn.pausedByUs && conn.active < MAX_INFLIGHT) {
@@ -229,11 +235,25 @@ export class HttpListener extends Listener<HttpHandler> {
   }
 
 
-  /** The connection that finished its last request longest ago and has none open now. */
+  /**
+   * The connection to close for a new one, among those with no request open: first one still
+   * receiving a request body, the body that started longest ago (a client that never finishes its
+   * bodies gives its slots up before anyone else, however fresh its connections); otherwise the one
+   * whose last request finished longest ago (a connection in its handshake counts from its opening).
+   */
   private idlest(): HttpConn | null {
-    let best: HttpConn | null = null;
-    for (const c of this.conns) if (c.active === 0 && (best === null || c.lastDone < best.lastDone)) best = c;
-    return best;
+    let holder: HttpConn | null = null;
+    let holderSince = Infinity;
+    let idle: HttpConn | null = null;
+    for (const c of this.conns) {
+      if (c.active > 0) continue;
+      const since = bodyWaitingSince(c);
+      if (since > 0 && since < holderSince) {
+        holder = c;
+        holderSince = since;
+      } else if (since === 0 && (idle === null || c.lastDone < idle.lastDone)) idle = c;
+    }
+    return holder ?? idle;
   }
 
   private drop(conn: HttpConn, reason: Cell | null): void {
