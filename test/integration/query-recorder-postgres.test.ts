@@ -43,7 +43,7 @@ plugins:
       - exec: reject 0
 ${serversYaml()}`;
 
-const pgArgs = (schema = "lab"): string => `postgres: { url: "${server.url()}", schema: ${schema}, connect_timeout_ms: 1000 }`;
+const pgArgs = (schema = "lab"): string => `postgres: { url: "${server.url()}", schema: ${schema}, connect_timeout_ms: 5000 }`;
 const ask = async (s: RunningSluice, name: string): Promise<number> => rcodeOf(await dnsQuery(s.port("udp"), name, "A"));
 const names = (records: RecordJson[]): string[] => records.map((r) => r.questions_json[0]?.name ?? "").sort();
 /** Waits until `s` reads at least `n` records matching `query`. */

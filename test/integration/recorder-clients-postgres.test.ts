@@ -15,7 +15,7 @@ import { askFrom, checkNamesAndGroups, checkRename, checkStream, clientsConfig, 
 requirePostgres();
 
 let server: PostgresServer;
-const store = (schema: string): string => `postgres: { url: "${server.url()}", schema: ${schema}, connect_timeout_ms: 1000 }`;
+const store = (schema: string): string => `postgres: { url: "${server.url()}", schema: ${schema}, connect_timeout_ms: 5000 }`;
 
 beforeAll(async () => {
   server = await PostgresServer.start();

@@ -30,7 +30,7 @@ requirePostgres();
 const config = (): string => `
 api: { http: "127.0.0.1:0" }
 plugins:
-  - { tag: rec, type: query_recorder, args: { postgres: { url: "${server.url()}", schema: ${SCHEMA}, connect_timeout_ms: 1000 }, flush_interval_ms: 20, batch_size: 8 } }
+  - { tag: rec, type: query_recorder, args: { postgres: { url: "${server.url()}", schema: ${SCHEMA}, connect_timeout_ms: 5000 }, flush_interval_ms: 20, batch_size: 8 } }
   - tag: main
     type: sequence
     args:
