@@ -15,7 +15,7 @@ const SLOW_FIRST = [
   "test/integration/upgrade-api.test.ts",
   "test/integration/upgrade-cli.test.ts",
   "test/fuzz/server-fuzz.test.ts",
-  // The timed project's (they run after the rest, two at a time).
+  // The timed project's (they run after the rest, three at a time).
   "test/integration/config-from-limits.test.ts",
   "test/integration/query-recorder-stream-load.test.ts",
   "test/integration/api-config-limits.test.ts",
