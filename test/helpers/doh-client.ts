@@ -41,7 +41,10 @@ export function h2Request(session: http2.ClientHttp2Session, spec: RequestSpec, 
     stream.on("data", (c: Buffer) => chunks.push(c));
     stream.on("end", () => {
       clearTimeout(timer);
-      resolve({ status, headers, body: Buffer.concat(chunks) });
+      if (status !== 0) return resolve({ status, headers, body: Buffer.concat(chunks) });
+      // Ended with no answer: reset by the server, or its connection closed. The code is known at 'close'.
+      const started = performance.now();
+      stream.once("close", () => reject(new Error(`the stream ended without an answer (reset code ${stream.rstCode ?? "none"}, session ${session.destroyed ? "gone" : "open"}, ${Math.round(performance.now() - started)} ms to close)`)));
     });
     stream.on("error", (err: Error) => {
       clearTimeout(timer);

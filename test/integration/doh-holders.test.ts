@@ -205,7 +205,18 @@ test("connections holding unfinished POST bodies cannot lock legitimate DoH clie
   try {
     for (const p of phases) {
       const port = child.port(p.tag);
-      const closedRequestBefore = metricValue(await metrics(), "server_http_conn_closed_total", `plugin_tag="${p.tag}",reason="request"`);
+      const counters = async (): Promise<number[]> => {
+        const text = await metrics();
+        const tag = `plugin_tag="${p.tag}"`;
+        return [
+          metricValue(text, "server_http_conn_closed_total", `${tag},reason="request"`),
+          metricValue(text, "server_http_conn_evicted_total", tag),
+          metricValue(text, "server_http_conn_refused_total", tag),
+          metricValue(text, "server_http_conn_closed_total", `${tag},reason="idle"`),
+          metricValue(text, "server_http_conn_closed_total", `${tag},reason="stalled"`),
+        ];
+      };
+      const countersBefore = await counters();
       const load = await startDnsLoad(udp, 200, `${p.kind}.load.test`);
       const holders = new Holders(p.kind, port, p.host);
       holders.start();
@@ -228,10 +239,11 @@ test("connections holding unfinished POST bodies cannot lock legitimate DoH clie
       await waitFor(() => holders.closed >= HOLDERS, `${p.kind}: holders' connections closed at idle_timeout`);
       const dns = await load.stop(500);
       holders.stop();
-      const closedRequest = metricValue(await metrics(), "server_http_conn_closed_total", `plugin_tag="${p.tag}",reason="request"`) - closedRequestBefore;
+      const [closedRequest, evicted, refused, idle, stalled] = (await counters()).map((n, i) => n - (countersBefore[i] ?? 0));
       latencies.sort((a, b) => a - b);
       const line =
         `${p.kind}: ${HOLDERS} holders (${holders.opened} connections opened in all, ${holders.closed} closed by the server, ${holders.cut} held requests cut, ${closedRequest} by request_timeout); ` +
+        `the server evicted ${evicted} connections, refused ${refused}, closed ${idle} idle and ${stalled} stalled; ` +
         `legitimate DoH ${latencies.length}/20 answered, p50 ${latencies[Math.floor(latencies.length / 2)]?.toFixed(0) ?? "-"} ms, max ${latencies[latencies.length - 1]?.toFixed(0) ?? "-"} ms; ${formatLoad(dns)}` +
         // Which legitimate query failed, and how (refused, closed, no answer in 4 s): a failure then says why.
         (failures.length > 0 ? `; failed: ${failures.join("; ")}` : "");
