@@ -19,7 +19,7 @@ export type Reply = (message: ChannelMessage) => boolean;
 export interface ProcessChannel {
   /** Sends to the other side (a worker: to the primary); false when the channel is closed or its backlog is too long. */
   send(message: ChannelMessage): boolean;
-  /** Takes the messages of type `t` for `key` (one taker per pair: a later one replaces it); returns the removal. */
+  /** Takes the messages of type `t` for `key` (the latest taker of a pair gets them); returns the removal. */
   listen(t: string, key: string, handler: (message: ChannelMessage, reply: Reply) => void): () => void;
 }
 
@@ -49,21 +49,30 @@ export type ProcessRole =
 
 export const SINGLE: ProcessRole = { kind: "single" };
 
-/** A message's handlers by type and key, for either side's channel. */
+/**
+ * A message's handlers by type and key, for either side's channel. The latest taker of a pair gets
+ * the messages; when it lets go, the one before it takes them again (a configuration reload's new
+ * generation takes over from the old one, and a new generation that fails to start gives them back).
+ */
 export class ChannelHandlers {
-  private readonly handlers = new Map<string, (message: ChannelMessage, reply: Reply) => void>();
+  private readonly handlers = new Map<string, ((message: ChannelMessage, reply: Reply) => void)[]>();
 
   listen(t: string, key: string, handler: (message: ChannelMessage, reply: Reply) => void): () => void {
     const id = `${t}\u0000${key}`;
-    this.handlers.set(id, handler);
+    const takers = this.handlers.get(id) ?? [];
+    takers.push(handler);
+    this.handlers.set(id, takers);
     return () => {
-      if (this.handlers.get(id) === handler) this.handlers.delete(id);
+      const at = takers.lastIndexOf(handler);
+      if (at >= 0) takers.splice(at, 1);
+      if (takers.length === 0 && this.handlers.get(id) === takers) this.handlers.delete(id);
     };
   }
 
   /** Hands `message` to its taker; false when there is none. */
   dispatch(message: ChannelMessage, reply: Reply): boolean {
-    const handler = this.handlers.get(`${message.t}\u0000${message.key}`);
+    const takers = this.handlers.get(`${message.t}\u0000${message.key}`);
+    const handler = takers?.[takers.length - 1];
     if (!handler) return false;
     handler(message, reply);
     return true;

@@ -3,7 +3,7 @@
 // (the cluster module's round-robin), so ten fresh connections reach each worker five times; UDP
 // queries from many source ports spread over both readers of the shared socket.
 
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
@@ -28,6 +28,7 @@ plugins:
   - { tag: listed, type: qname, args: [$list] }
   - { tag: dyn, type: dynamic_domain_set, args: { path: dyn.rules, flush_interval_ms: 20 } }
   - { tag: dynamic, type: qname, args: [$dyn] }
+  - { tag: learn, type: learn_domain, args: { provider: dyn, qtypes: [TXT] } }
   - { tag: m, type: qname, args: ["domain:switch.test"] }
   - { tag: pz, type: qname, args: ["domain:paused.test"] }
   - tag: clients
@@ -51,6 +52,7 @@ plugins:
       - { matches: $pz, exec: reject 4 }
       - { matches: $listed, exec: reject 3 }
       - { matches: $dynamic, exec: reject 2 }
+      - { matches: qname domain:learn.test, exec: $learn }
       - exec: $c
       - exec: $up
   - { tag: udp, type: udp_server, args: { entry: main, listen: 127.0.0.1:0 } }
@@ -161,6 +163,24 @@ test("a matcher switch, a provider reload, a cache flush, a group pause and a dy
   // A dynamic rule added through the API.
   expect((await post("/api/plugins/dyn/rules", { rules: ["domain:dyn.test"] })).status).toBe(200);
   await until(async () => (await everyWorker("x.dyn.test")).every((r) => r === 2), 1000);
+});
+
+test("a name learn_domain adds in one worker is matched by every worker, listed by the primary's API and written to its file", async () => {
+  // A queries never learn (qtypes: TXT): the name is not matched anywhere yet.
+  expect(await everyWorker("a.learn.test")).toEqual(Array(20).fill(0));
+  // One TXT query: one worker learns the name (and answers it from upstream this once).
+  expect(rcodeOf(await query(udp, "a.learn.test", "TXT"))).toBe(0);
+  // Within about a flush interval (20 ms here) every worker matches it.
+  await until(async () => (await everyWorker("a.learn.test")).every((r) => r === 2), 1000);
+  const listed = (await (await call("/api/plugins/dyn/rules?q=learn")).json()) as { rules: { rule: string; source: string; expires_at_ms: number | null }[] };
+  expect(listed.rules.map((r) => [r.rule, r.source])).toEqual([["full:a.learn.test", "learned"]]);
+  await until(async () => Promise.resolve(readFileSync(join(dir, "dyn.rules"), "utf8").includes("full:a.learn.test")), 1000);
+  // A name learned in another worker too: each worker learns its own, and all end up with both.
+  const names = Array.from({ length: 10 }, (_, i) => `n${i}.learn.test`);
+  await Promise.all(names.map((n) => query(tcp, n, "TXT", { tcp: true })));
+  for (const n of names) await until(async () => (await everyWorker(n, 4)).every((r) => r === 2), 1000);
+  const status = (await (await call("/api/plugins/dyn/rules/status")).json()) as { by_source: Record<string, number> };
+  expect(status.by_source.learned).toBe(11);
 });
 
 test("every query is answered while the configuration reloads under load, and every answer is recorded", async () => {

@@ -58,13 +58,12 @@ export const dynamicSetControl: PluginControl<DynamicDomainSet> = {
       actors: {
         load: fromPromise(() => set.load()),
         operate: fromPromise(({ input }: { input: DynamicSetOperation }) => set.operate(input)),
-        // The primary alone writes the file (a worker's final write at a reload or stop is skipped too).
-        persist: fromPromise(() => (env.role === "worker" ? Promise.resolve({ at_ms: Date.now(), rules: set.status().rules }) : set.persist())),
+        // The primary alone writes the file; a worker's write reports its learned rules to the primary (learned.ts).
+        persist: fromPromise(() => set.persist()),
         sweep: fromPromise(() => set.sweep()),
       },
       guards: {
-        // A data-plane worker reads the file and follows the primary's changes; the primary alone writes it.
-        dynamicSetChanged: () => set.unsaved && env.role !== "worker",
+        dynamicSetChanged: () => set.unsaved,
         dynamicSetHasRoom: ({ event }) => event.type !== "DYNSET.ADD" || set.hasRoom(event.rules.map((r) => r.rule)),
       },
     }),

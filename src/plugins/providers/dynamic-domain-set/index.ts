@@ -92,6 +92,7 @@ export const dynamicDomainSet = definePlugin<DynamicDomainSetArgs, "provider", D
       ctx.log,
       cells(ctx.services.metrics, ctx.tag),
       ctx.control(ctx.tag),
+      ctx.services.process,
     );
   },
   control: dynamicSetControl,

@@ -7,7 +7,9 @@ import { normalizeName } from "../../../dns/name.js";
 import type { DynamicSetOperation, DynamicSetPersisted } from "../../../../machines/dynamic-set.machine.js";
 import type { Cell } from "../../../observability/metrics.js";
 import type { Logger } from "../../../observability/logger.js";
+import type { ProcessRole } from "../../../registry/process-role.js";
 import type { ControlHandle, ProviderPlugin } from "../../../registry/types.js";
+import { LearnedRelay } from "./learned.js";
 import { readRulesFile, releaseStore, sameStamp, stampOf, withFileLock, writeRulesFile, type SharedStore } from "./file.js";
 import { parseRule, type DynamicRules, type LearnOutcome, type ParsedRule, type RulePage } from "./store.js";
 
@@ -34,6 +36,8 @@ export interface DynamicSetCells {
 export class DynamicDomainSet implements ProviderPlugin {
   /** Read by every query; the same object across a configuration reload (file.ts). */
   private readonly store: DynamicRules;
+  /** With data-plane workers: learned rules go from the workers to the primary and back to all (learned.ts). */
+  private readonly relay: LearnedRelay;
 
   constructor(
     readonly tag: string,
@@ -42,8 +46,10 @@ export class DynamicDomainSet implements ProviderPlugin {
     private readonly log: Logger,
     private readonly cells: DynamicSetCells,
     private readonly self: ControlHandle,
+    private readonly role: ProcessRole,
   ) {
     this.store = shared.store;
+    this.relay = new LearnedRelay(tag, this.store, role, settings.maxEntries, () => (cells.rules.value = this.store.size));
   }
 
   containsName(name: string): boolean {
@@ -66,7 +72,9 @@ export class DynamicDomainSet implements ProviderPlugin {
 
   /** The query path of `learn_domain`: `ttlMs` undefined takes entry_ttl_seconds. Never waits, never sends an event. */
   learn(name: string, kind: "full" | "domain", ttlMs: number | undefined): LearnOutcome {
-    return this.store.learn(name, kind, ttlMs === undefined ? this.settings.entryTtlMs : ttlMs, this.settings.maxEntries);
+    const out = this.store.learn(name, kind, ttlMs === undefined ? this.settings.entryTtlMs : ttlMs, this.settings.maxEntries);
+    if (this.relay.collecting && (out === "added" || out === "refreshed")) this.relay.noted(`${kind}:${name}`);
+    return out;
   }
 
   /** Whether adding these rules keeps the set within max_entries (rules already there take no room). */
@@ -151,9 +159,15 @@ export class DynamicDomainSet implements ProviderPlugin {
   /**
    * The saver's write, and the last one at stop: skipped when the file already holds what the store does
    * (a reload read it meanwhile, or the other generation of a configuration reload wrote it), so a stop
-   * does not rewrite a file someone may have just edited.
+   * does not rewrite a file someone may have just edited. A data-plane worker writes no file: it
+   * reports what it learned to the primary, which does.
    */
   async persist(): Promise<DynamicSetPersisted> {
+    if (this.role.kind === "worker") {
+      this.relay.report();
+      this.store.savedVersion = this.store.version;
+      return { at_ms: Date.now(), rules: this.store.size };
+    }
     try {
       const rules = await withFileLock(this.shared, () => (this.store.unsaved ? this.writeFile() : Promise.resolve(this.store.size)));
       this.cells.writeOk.value++;
@@ -210,6 +224,7 @@ export class DynamicDomainSet implements ProviderPlugin {
   /** Waits for the concern's last write, then lets go of the store. */
   async destroy(): Promise<void> {
     await this.self.ask({ type: "DYNSET.STOP" }).catch(() => undefined);
+    this.relay.close();
     releaseStore(this.shared);
   }
 }

@@ -7,6 +7,7 @@
 
 import { DomainTable, DomainTableBuilder, parseDomainRule, suffixesOf, type BareRuleKind, type DomainRuleKind } from "../../../engine/rules/domain.js";
 import { Slicer } from "../../../engine/rules/slicer.js";
+import type { LearnedRule } from "./learned.js";
 
 export type RuleSource = "api" | "learned" | "bootstrap" | "file";
 export const RULE_SOURCES: readonly RuleSource[] = ["api", "learned", "bootstrap", "file"];
@@ -166,6 +167,41 @@ export class DynamicRules {
     this.insert(parsed, "learned", now, ttlMs === null ? 0 : now + ttlMs);
     this.version++;
     return "added";
+  }
+
+  /** The learned rule with this key as it stands now; null when it is gone, expired or no longer a learned one. */
+  learnedRule(key: string): LearnedRule | null {
+    const e = this.entries.get(key);
+    if (e === undefined || e.source !== "learned" || !this.live(e)) return null;
+    return { rule: e.key, added_at_ms: e.addedAt, expires_at_ms: e.expiresAt };
+  }
+
+  /**
+   * Rules another process of this instance learned (checked by learnedRulesOf): inserted, or their
+   * expiry moved on when the one here ends sooner. As for `learn`, a rule that the API or the file put
+   * here is left alone and one without room under `max` is left out. Returns the rules taken.
+   */
+  adopt(rules: readonly LearnedRule[], max: number): LearnedRule[] {
+    const now = this.clock();
+    const taken: LearnedRule[] = [];
+    for (const r of rules) {
+      if (r.expires_at_ms !== 0 && r.expires_at_ms <= now) continue;
+      const e = this.entries.get(r.rule);
+      if (e === undefined) {
+        const parsed = parseRule(r.rule);
+        if (!parsed.ok || this.entries.size >= max) continue;
+        this.insert(parsed, "learned", r.added_at_ms, r.expires_at_ms);
+      } else if (!this.live(e)) {
+        e.addedAt = r.added_at_ms;
+        e.source = "learned";
+        this.setExpiry(e, r.expires_at_ms);
+      } else if (e.source === "learned" && e.expiresAt !== 0 && (r.expires_at_ms === 0 || r.expires_at_ms > e.expiresAt)) {
+        this.setExpiry(e, r.expires_at_ms);
+      } else continue;
+      taken.push(r);
+    }
+    if (taken.length > 0) this.version++;
+    return taken;
   }
 
   /** How many of `keys` are not rules yet (what an add would grow the set by). */
