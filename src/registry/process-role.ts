@@ -36,6 +36,20 @@ export interface WorkersStatus {
   restarts: number;
 }
 
+/** One worker's answer to a question of the primary (askWorkers). */
+export interface WorkerAnswer {
+  worker: number;
+  answer: ChannelMessage;
+}
+
+/** The type of an answer: `{ t: ANSWER, key: "", id, ...payload }`, `id` being the question's. */
+export const ANSWER = "answer";
+
+/** Answers a question of the primary (a message carrying `id`) with `payload`. */
+export function answer(question: ChannelMessage, reply: Reply, payload: Record<string, unknown>): boolean {
+  return reply({ ...payload, t: ANSWER, key: "", id: question.id });
+}
+
 export type ProcessRole =
   | { readonly kind: "single" }
   | {
@@ -44,6 +58,12 @@ export type ProcessRole =
       readonly channel: ProcessChannel;
       /** Where the workers' server of that tag listens (the real port when the configuration said 0); null before one said. */
       serverAddress(tag: string): ServerAddress | null;
+      /**
+       * Asks every serving worker's taker of (`message.t`, `message.key`), which answers with answer(),
+       * and gathers the answers in worker order. A worker without a taker, or that has not answered
+       * within `timeoutMs`, is left out.
+       */
+      askWorkers(message: ChannelMessage, timeoutMs: number): Promise<WorkerAnswer[]>;
     }
   | { readonly kind: "worker"; readonly index: number; readonly channel: ProcessChannel };
 

@@ -183,6 +183,49 @@ test("a name learn_domain adds in one worker is matched by every worker, listed 
   expect(status.by_source.learned).toBe(11);
 });
 
+interface EntriesPage {
+  entries: { id: string; domain: string; worker?: number }[];
+  next_cursor: string | null;
+  total_entries: number;
+}
+
+test("the cache routes act on the workers' caches: entries page through all, a delete and a load reach all, a dump holds all", async () => {
+  const entries = async (query: string): Promise<EntriesPage> => (await (await call(`/api/plugins/c/entries?${query}`)).json()) as EntriesPage;
+  expect((await post("/api/plugins/c/flush")).status).toBe(200);
+  await until(async () => (await entries("limit=1")).total_entries === 0, 1000);
+  // Both workers ask the upstream for both names and cache them (TCP connections are dealt to both in turn).
+  for (const name of ["one.cached.test", "two.cached.test"]) expect(await everyWorker(name)).toEqual(Array(20).fill(0));
+  // One row a page: four pages, one per name and worker, each saying its worker.
+  const rows: EntriesPage["entries"] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 10; pages++) {
+    const page: EntriesPage = await entries(`limit=1${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`);
+    expect(page.total_entries).toBe(4);
+    rows.push(...page.entries);
+    cursor = page.next_cursor;
+    if (cursor === null) break;
+  }
+  expect(rows.map((r) => `${r.worker ?? "-"} ${r.domain}`).sort()).toEqual(["1 one.cached.test", "1 two.cached.test", "2 one.cached.test", "2 two.cached.test"]);
+  expect((await call("/api/plugins/c/entries?cursor=w1.bogus")).status).toBe(400);
+
+  // A dump holds each entry once (both workers hold both names).
+  const dump = Buffer.from(await (await call("/api/plugins/c/dump")).arrayBuffer());
+  // A delete removes the entry from both workers.
+  const one = rows.find((r) => r.domain === "one.cached.test");
+  expect((await call(`/api/plugins/c/entries/${one?.id ?? ""}`, { method: "DELETE" })).status).toBe(200);
+  const after = await entries("limit=10");
+  expect([after.total_entries, ...new Set(after.entries.map((r) => r.domain))]).toEqual([2, "two.cached.test"]);
+  expect((await call(`/api/plugins/c/entries/${one?.id ?? ""}`, { method: "DELETE" })).status).toBe(404);
+  // Loading the dump gives both workers both names again.
+  const loaded = await call("/api/plugins/c/load_dump", { method: "POST", headers: { "content-type": "application/octet-stream" }, body: dump });
+  expect([loaded.status, await loaded.json()]).toEqual([200, { ok: true, loaded_entries: 2 }]);
+  const reloaded = await entries("limit=10");
+  expect(reloaded.total_entries).toBe(4);
+  let all = reloaded.entries.map((r) => `${r.worker ?? "-"} ${r.domain}`);
+  if (reloaded.next_cursor !== null) all = all.concat((await entries(`limit=10&cursor=${encodeURIComponent(reloaded.next_cursor)}`)).entries.map((r) => `${r.worker ?? "-"} ${r.domain}`));
+  expect(all.sort()).toEqual(["1 one.cached.test", "1 two.cached.test", "2 one.cached.test", "2 two.cached.test"]);
+});
+
 test("every query is answered while the configuration reloads under load, and every answer is recorded", async () => {
   const requestsBefore = await metric("server_request_total");
   const load = await startDnsLoad(udp, 500);

@@ -20,6 +20,7 @@ function instance(n: number, max = 100) {
       listen: (t, key, handler) => primaryHandlers.listen(t, key, handler),
     },
     serverAddress: () => null,
+    askWorkers: () => Promise.resolve([]),
   };
   const primary = { store: new DynamicRules(clock), relay: null as unknown as LearnedRelay };
   primary.relay = new LearnedRelay("dyn", primary.store, primaryRole, max, () => undefined);
@@ -103,7 +104,7 @@ test("messages that are not what Sluice sends are dropped whole", () => {
   const relay = new LearnedRelay(
     "dyn",
     primary.store,
-    { kind: "primary", workers: 1, channel: { send: () => true, listen: (t, key, h) => handlers.listen(t, key, h) }, serverAddress: () => null },
+    { kind: "primary", workers: 1, channel: { send: () => true, listen: (t, key, h) => handlers.listen(t, key, h) }, serverAddress: () => null, askWorkers: () => Promise.resolve([]) },
     10,
     () => undefined,
   );

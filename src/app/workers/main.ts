@@ -8,7 +8,7 @@ import { reloadWhenIdle } from "../../../actors/reload-wait.js";
 import { describe, App } from "../app.js";
 import { parseMessage } from "../../cluster/cluster.js";
 import type { LogLevel } from "../../config/schema.js";
-import { ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessChannel } from "../../registry/process-role.js";
+import { answer, ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessChannel } from "../../registry/process-role.js";
 import { WORKER_ENV, type WorkerStart } from "./protocol.js";
 
 function send(message: ChannelMessage): boolean {
@@ -59,7 +59,7 @@ async function main(): Promise<number> {
       case "reload":
         return reload();
       case "metrics?":
-        void a.metrics.snapshot().then((snapshot) => send({ t: "metrics", key: "", id: m.id, snapshot }));
+        void a.metrics.snapshot().then((snapshot) => answer(m, send, { snapshot }));
         return;
       case "stop":
         return stop();
@@ -67,7 +67,11 @@ async function main(): Promise<number> {
   };
   process.on("message", (m: unknown) => {
     if (!isChannelMessage(m)) return;
-    if (m.key !== "") return void handlers.dispatch(m, send);
+    // A plugin's message; a question (it has an id) that no plugin here takes is answered `none` at once.
+    if (m.key !== "") {
+      if (!handlers.dispatch(m, send) && typeof m.id === "number") answer(m, send, { none: true });
+      return;
+    }
     if (m.t === "stop" && !app) return stop();
     if (app) take(m, app);
     else early.push(m);

@@ -13,7 +13,7 @@ import type { Bus } from "../../bus.js";
 import type { SharedChange } from "../../cluster/cluster.js";
 import type { Logger } from "../../observability/logger.js";
 import type { MetricsSnapshot } from "../../observability/metrics.js";
-import { ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessRole, type ServerAddress, type WorkersStatus } from "../../registry/process-role.js";
+import { ANSWER, ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessRole, type ServerAddress, type WorkerAnswer, type WorkersStatus } from "../../registry/process-role.js";
 import { isReady, WORKER_ENV, type WorkerStart } from "./protocol.js";
 
 export type WorkerActor = Actor<typeof workerMachine>;
@@ -47,8 +47,9 @@ export class WorkerPool {
   /** The process of each slot that said it serves. */
   private readonly serving = new Map<number, Worker>();
   private readonly addresses = new Map<string, ServerAddress>();
-  private nextRequest = 0;
-  private readonly waiting = new Map<number, (snapshot: MetricsSnapshot | null) => void>();
+  private nextQuestion = 0;
+  /** Questions (askWorkers) waiting for a worker's answer, by id. */
+  private readonly waiting = new Map<number, (answer: ChannelMessage | null) => void>();
 
   constructor(private readonly options: PoolOptions) {
     this.role = {
@@ -56,6 +57,7 @@ export class WorkerPool {
       workers: options.count,
       channel: { send: (m) => this.broadcast(m) > 0, listen: (t, key, handler) => this.handlers.listen(t, key, handler) },
       serverAddress: (tag) => this.addresses.get(tag) ?? null,
+      askWorkers: (message, timeoutMs) => this.askWorkers(message, timeoutMs),
     };
   }
 
@@ -112,7 +114,7 @@ export class WorkerPool {
           sendBack({ type: "WORKER.READY", pid: m.pid });
         } else if (m.t === "failed" && typeof m.error === "string") sendBack({ type: "WORKER.FAILED", error: m.error });
         else if (m.t === "reload?") this.options.requestReload();
-        else if (m.t === "metrics" && typeof m.id === "number") this.waiting.get(m.id)?.(m.snapshot as MetricsSnapshot);
+        else if (m.t === ANSWER && typeof m.id === "number") this.waiting.get(m.id)?.(m);
       });
       // The channel's errors (a message to a worker that just ended) change nothing: its exit is what counts.
       worker.on("error", () => undefined);
@@ -161,21 +163,27 @@ export class WorkerPool {
 
   /** Each serving worker's metrics (one that does not answer in time is left out). */
   async metrics(): Promise<MetricsSnapshot[]> {
-    const asks = [...this.serving.values()].map(
-      (w) =>
-        new Promise<MetricsSnapshot | null>((resolve) => {
-          const id = ++this.nextRequest;
-          const timer = setTimeout(() => done(null), METRICS_TIMEOUT_MS);
-          const done = (s: MetricsSnapshot | null): void => {
+    return (await this.askWorkers({ t: "metrics?", key: "" }, METRICS_TIMEOUT_MS)).map((a) => a.answer.snapshot as MetricsSnapshot);
+  }
+
+  /** ProcessRole's askWorkers: each serving worker is asked under an id of its own. */
+  async askWorkers(message: ChannelMessage, timeoutMs: number): Promise<WorkerAnswer[]> {
+    const asks = [...this.serving.entries()].map(
+      ([worker, w]) =>
+        new Promise<WorkerAnswer | null>((resolve) => {
+          const id = ++this.nextQuestion;
+          const timer = setTimeout(() => done(null), timeoutMs);
+          const done = (answer: ChannelMessage | null): void => {
             clearTimeout(timer);
             this.waiting.delete(id);
-            resolve(s);
+            // A worker that has no taker for the question answers `none`.
+            resolve(answer === null || answer.none === true ? null : { worker, answer });
           };
           this.waiting.set(id, done);
-          if (!send(w, { t: "metrics?", key: "", id })) done(null);
+          if (!send(w, { ...message, id })) done(null);
         }),
     );
-    return (await Promise.all(asks)).filter((s): s is MetricsSnapshot => s !== null);
+    return (await Promise.all(asks)).filter((a): a is WorkerAnswer => a !== null).sort((a, b) => a.worker - b.worker);
   }
 
   status(): WorkersStatus {

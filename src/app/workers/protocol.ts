@@ -13,7 +13,8 @@ export type ReadyMessage = ChannelMessage & { t: "ready"; pid: number; generatio
 export type ReloadRequest = ChannelMessage & { t: "reload?" };
 /** The worker could not start; it exits next. */
 export type FailedMessage = ChannelMessage & { t: "failed"; error: string };
-export type MetricsReply = ChannelMessage & { t: "metrics"; id: number; snapshot: MetricsSnapshot };
+/** The answer (process-role.ts ANSWER) to a MetricsRequest. */
+export type MetricsReply = ChannelMessage & { t: "answer"; id: number; snapshot: MetricsSnapshot };
 
 /** Primary → worker. */
 export type ChangeMessage = ChannelMessage & { t: "change"; change: SharedChange };

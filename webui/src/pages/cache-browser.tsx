@@ -44,8 +44,10 @@ export function CacheBrowser({ tag }: { tag: string }) {
   const remove = async (entry: CacheEntry): Promise<void> => {
     try {
       await send("DELETE", pluginPath(tag, `entries/${encodeURIComponent(entry.id)}`));
-      entries.value = entries.value.filter((e) => e.id !== entry.id);
-      if (total.value !== null) total.value -= 1;
+      // With data-plane workers the entry goes from every worker's cache: each row of it leaves.
+      const left = entries.value.filter((e) => e.id !== entry.id);
+      if (total.value !== null) total.value -= entries.value.length - left.length;
+      entries.value = left;
       message.value = { tone: "ok", text: `Deleted ${entry.domain} ${entry.qtype}.` };
     } catch (err) {
       message.value = { tone: "error", text: errorText(err) };
@@ -87,6 +89,8 @@ export function CacheBrowser({ tag }: { tag: string }) {
   };
 
   const operator = can("operator");
+  // With data-plane workers each worker caches on its own: rows say which one holds them.
+  const byWorker = entries.value.some((e) => e.worker !== undefined);
   return (
     <details class="cache" onToggle={toggle} data-testid={`cache-${tag}`}>
       <summary>Cache entries{total.value !== null ? ` (${count(total.value)}${applied.value ? " matching" : ""})` : ""}</summary>
@@ -132,6 +136,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
               <th scope="col">Rcode</th>
               <th scope="col">Answers</th>
               <th scope="col">TTL left</th>
+              {byWorker && <th scope="col">Worker</th>}
               {operator && (
                 <th scope="col">
                   <span class="sr-only">Actions</span>
@@ -141,7 +146,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
           </thead>
           <tbody>
             {entries.value.map((e) => (
-              <tr key={e.id} data-domain={e.domain}>
+              <tr key={`${e.worker ?? 0}:${e.id}`} data-domain={e.domain}>
                 <td class="mono nowrap">{e.domain}</td>
                 <td>{e.qtype}</td>
                 <td>{e.rcode}</td>
@@ -149,6 +154,7 @@ export function CacheBrowser({ tag }: { tag: string }) {
                 <td class="nowrap">
                   {e.remaining_ttl} s {e.stale && <Badge tone="warn">stale</Badge>}
                 </td>
+                {byWorker && <td>{e.worker ?? "—"}</td>}
                 {operator && (
                   <td>
                     <button type="button" class="small" onClick={() => void remove(e)} aria-label={`Delete ${e.domain} ${e.qtype}`}>

@@ -33,10 +33,12 @@ export interface CacheEntryRow {
   ecs: null | { family: 1 | 2; source_prefix: number; address: string };
   /** The answer section as stored (TTLs as stored, capped at `ttl`). */
   answers: RrJson[];
+  /** With data-plane workers: the worker whose cache holds the entry. */
+  worker?: number;
 }
 
-/** Cursors are opaque: a stamp and a MAC (see cursorFor); this is their longest form. */
-export const CURSOR_MAX_LENGTH = 28;
+/** Cursors are opaque: a stamp and a MAC (see cursorFor), behind `w<worker>.` with workers (workers.ts); their longest form. */
+export const CURSOR_MAX_LENGTH = 32;
 
 export interface CacheEntriesQuery {
   limit?: number;

@@ -1,7 +1,8 @@
 // The cache's control plane: a `cache:<tag>` actor (machines/cache.machine.ts) that loads dump_file
 // at start, runs flush, delete, dump and load one at a time, sweeps, and writes dump_file
 // periodically and at stop; and the routes under /api/plugins/<tag>/. Entry listing reads the cache
-// directly; everything that changes it goes through the actor.
+// directly; everything that changes it goes through the actor. With data-plane workers the primary's
+// cache holds nothing: its routes ask the workers' (workers.ts).
 
 import { fromPromise } from "xstate";
 import { cacheMachine, type CacheInput, type CacheOperation, type PersistDone } from "../../../../machines/cache.machine.js";
@@ -24,13 +25,14 @@ async function operate(cache: CacheExecutor, op: CacheOperation): Promise<unknow
       if (op.from_peer !== true) await cache.clearShared();
       return n;
     }
+    // With data-plane workers (in the primary) these ask the workers' caches (workers.ts).
     case "CACHE.DELETE":
-      if (!cache.deleteEntry(op.id)) throw new CacheApiError("cache_entry_not_found", "no such entry in this cache (it may have expired or been evicted)");
+      if (!(cache.workers ? await cache.workers.deleteEntry(op.id) : cache.deleteEntry(op.id))) throw new CacheApiError("cache_entry_not_found", "no such entry in this cache (it may have expired or been evicted)");
       return true;
     case "CACHE.DUMP":
-      return cache.dump();
+      return cache.workers ? cache.workers.dump() : cache.dump();
     case "CACHE.LOAD":
-      return cache.load(op.source);
+      return cache.workers ? cache.workers.load(op.source) : cache.load(op.source);
   }
 }
 
@@ -71,9 +73,11 @@ const routes: PluginRoute<CacheExecutor>[] = [
       },
       response: { 200: cacheEntriesSchema },
     },
-    handle(req, plugin) {
+    async handle(req, plugin) {
       const q = req.query as { limit: number; cursor?: string; qname?: string };
-      return { ok: true, ...plugin.view.entries({ limit: q.limit, cursor: q.cursor ?? null, qname: q.qname }) };
+      const query = { limit: q.limit, cursor: q.cursor ?? null, qname: q.qname };
+      const cache = plugin.view;
+      return { ok: true, ...(cache.workers ? await cache.workers.entries(query) : cache.entries(query)) };
     },
   },
   {

@@ -10,6 +10,7 @@ import type { Logger } from "../../../observability/logger.js";
 import type { MetricsHub } from "../../../observability/metrics.js";
 import type { ControlHandle, ExecutorPlugin } from "../../../registry/types.js";
 import type { ClockShift } from "../../../registry/services.js";
+import { SINGLE, type ProcessRole } from "../../../registry/process-role.js";
 import { makeEntry, type AdmitPolicy } from "./admit.js";
 import { listEntries, type CacheEntriesPage, type CacheEntriesQuery } from "./api.js";
 import { Slicer } from "../../../engine/rules/slicer.js";
@@ -22,6 +23,7 @@ import { adoptShared, loadShared, shareEntry } from "./shared.js";
 import { cacheStats, type CacheStats } from "./stats.js";
 import { Prefetcher, refreshEntry, type PrefetchPolicy } from "./refresh.js";
 import { LruStore, type Entry } from "./store.js";
+import { answerCacheQuestions, WorkerCaches } from "./workers.js";
 
 export interface CacheOptions {
   tag: string;
@@ -42,6 +44,8 @@ export interface CacheOptions {
   clockShift?: ClockShift;
   /** Refreshes popular entries before they expire (none by default). */
   prefetch?: PrefetchPolicy | null;
+  /** The process's part (the only process by default): with data-plane workers the primary's routes ask the workers' caches. */
+  role?: ProcessRole;
 }
 
 const NO_SHIFT: ClockShift = { ms: 0 };
@@ -68,6 +72,10 @@ export class CacheExecutor implements ExecutorPlugin {
   private readonly tier: RedisTier | null;
   /** Signs the paging cursors this cache hands out. */
   private readonly cursorKey = randomBytes(16);
+  /** With data-plane workers, in the primary: the routes' work, asked of the workers' caches (workers.ts). */
+  readonly workers: WorkerCaches | null;
+  /** In a worker: stops answering the primary's questions. */
+  private readonly unlisten: () => void = () => undefined;
   /** Fresh hits an entry needs before a hit may prefetch it; Infinity when prefetch is off. */
   private readonly prefetchHits: number;
   private readonly prefetcher: Prefetcher | null;
@@ -89,6 +97,9 @@ export class CacheExecutor implements ExecutorPlugin {
     const prefetch = options.prefetch ?? null;
     this.prefetchHits = prefetch === null ? Infinity : prefetch.minHits;
     this.prefetcher = prefetch === null ? null : new Prefetcher(prefetch, this.stats, log, (branch, e) => this.admit(branch, e));
+    const role = options.role ?? SINGLE;
+    this.workers = role.kind === "primary" ? new WorkerCaches(options.tag, role, options.size, () => this.now(), () => this.unixNow()) : null;
+    if (role.kind === "worker" && self !== null) this.unlisten = answerCacheQuestions(options.tag, role, this, self);
   }
 
   execute(ctx: DnsContext, next: Continuation | null): StepResult {
@@ -252,6 +263,7 @@ export class CacheExecutor implements ExecutorPlugin {
    */
   async destroy(): Promise<void> {
     this.destroyed = true;
+    this.unlisten();
     await this.self?.ask({ type: "CACHE.STOP" }).catch(() => undefined);
     await this.options.releaseTier?.();
   }

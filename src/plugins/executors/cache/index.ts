@@ -146,6 +146,7 @@ export const cache = definePlugin<CacheArgs, "executor", CacheExecutor>({
         loadAtStart: redis?.load_at_start ?? false,
         releaseTier: () => (link ? ctx.services.redis.release(link, owner) : Promise.resolve()),
         clockShift: ctx.services.clockShift,
+        role: ctx.services.process,
         prefetch: args.prefetch
           ? {
               minHits: args.prefetch_min_hits ?? PREFETCH_DEFAULTS.minHits,

@@ -50,6 +50,7 @@ const entrySchema = {
     cd_bit: bool,
     ecs: { type: ["object", "null"], additionalProperties: true },
     answers: { type: "array", items: rrSchema },
+    worker: { ...int, description: "With data-plane workers: the worker whose cache holds the entry" },
   },
 } as const;
 
