@@ -66,6 +66,8 @@ export const GUARD_REFUSALS: Record<string, Refusal> = {
 const GONE_REFUSALS: Record<string, Refusal> = {
   config: { code: "config_save_unavailable", message: "the application is stopping; GET /api/config shows what the file holds" },
   audit: { code: "audit_unavailable", message: "the management API is stopping; the audit trail is closed" },
+  // A question for the data-plane workers (a cache's routes with workers) that none answered.
+  workers: { code: "plugin_unavailable", message: "no data-plane worker is serving (they are starting or restarting); ask again" },
 };
 
 /** The API error for an actor's refusal; other errors pass through unchanged. */

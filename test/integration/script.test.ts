@@ -58,7 +58,9 @@ const metric = async (s: RunningSluice, name: string, labels = 'plugin_tag="hook
 type Call = { argv: string[]; env: Record<string, string>; stdin: Record<string, unknown>; cwd: string };
 const calls = (s: RunningSluice): Call[] => {
   const path = join(s.dir, "calls.jsonl");
-  return existsSync(path) ? readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Call) : [];
+  // Whole lines only: a script may be writing the last one right now.
+  const text = existsSync(path) ? readFileSync(path, "utf8") : "";
+  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Call);
 };
 
 /** Whether a process still runs (a zombie waiting for its parent counts as gone). */

@@ -98,7 +98,7 @@ export class CacheExecutor implements ExecutorPlugin {
     this.prefetchHits = prefetch === null ? Infinity : prefetch.minHits;
     this.prefetcher = prefetch === null ? null : new Prefetcher(prefetch, this.stats, log, (branch, e) => this.admit(branch, e));
     const role = options.role ?? SINGLE;
-    this.workers = role.kind === "primary" ? new WorkerCaches(options.tag, role, options.size, () => this.now(), () => this.unixNow()) : null;
+    this.workers = role.kind === "primary" ? new WorkerCaches(options.tag, role, options.size, () => this.now(), () => this.unixNow(), log) : null;
     if (role.kind === "worker" && self !== null) this.unlisten = answerCacheQuestions(options.tag, role, this, self);
   }
 

@@ -12,6 +12,7 @@
 
 import { ActorGoneError } from "../../../../actors/ask.js";
 import { Slicer } from "../../../engine/rules/slicer.js";
+import type { Logger } from "../../../observability/logger.js";
 import { RefusedError, RouteError } from "../../../registry/control.js";
 import type { ControlHandle } from "../../../registry/types.js";
 import { answer, type ChannelMessage, type ProcessRole, type WorkerAnswer } from "../../../registry/process-role.js";
@@ -35,22 +36,28 @@ type Question =
   | { op: "dump" }
   | { op: "load"; bytes: Uint8Array };
 
-interface Failure {
-  code: string;
-  message: string;
-}
+/** A worker's failure as it travels: a refusal of its cache actor (mapped by the API's guard table), or an error with its code. */
+type Failure = { refused: { actor: string; guard: string | null; event: string } } | { gone: string } | { error: { code: string; message: string } };
 
-/** What the worker's cache needs to answer: its listing, and its actor for what changes it. */
+/** What the worker's cache needs to answer: its listing (what changes it goes through its actor). */
 export interface AnsweringCache {
   entries(query: CacheEntriesQuery): CacheEntriesPage;
 }
 
-/** An error of a worker's cache as it travels: its API code and message. */
-function failureOf(err: unknown, worker: number): Failure {
-  if (err instanceof RouteError) return { code: err.code, message: err.message };
-  if (err instanceof RefusedError) return { code: err.guard === "cacheIdle" ? "cache_busy" : "plugin_unavailable", message: `worker ${worker}'s cache is busy with another operation or not running` };
-  if (err instanceof ActorGoneError) return { code: "plugin_unavailable", message: `worker ${worker}'s cache is being replaced` };
-  return { code: "plugin_unavailable", message: `worker ${worker}: ${err instanceof Error ? err.message : String(err)}` };
+function failureOf(err: unknown): Failure {
+  if (err instanceof RefusedError) return { refused: { actor: err.actor, guard: err.guard, event: err.event } };
+  if (err instanceof ActorGoneError) return { gone: err.actor };
+  if (err instanceof RouteError) return { error: { code: err.code, message: err.message } };
+  return { error: { code: "internal_error", message: err instanceof Error ? err.message : String(err) } };
+}
+
+/** The error a worker's failure stands for, here (null: it did not fail). */
+function errorOf(answer: ChannelMessage): Error | null {
+  const f = answer.failure as Failure | undefined;
+  if (f === undefined) return null;
+  if ("refused" in f) return new RefusedError(f.refused.actor, f.refused.guard, f.refused.event);
+  if ("gone" in f) return new ActorGoneError(f.gone);
+  return new RouteError(f.error.code, f.error.message);
 }
 
 async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
@@ -75,16 +82,16 @@ export function answerCacheQuestions(tag: string, role: Extract<ProcessRole, { k
   return role.channel.listen(CACHE_QUESTION, tag, (m, reply) => {
     run(m.question as Question).then(
       (payload) => answer(m, reply, payload),
-      (err: unknown) => answer(m, reply, { error: failureOf(err, role.index) }),
+      (err: unknown) => answer(m, reply, { failure: failureOf(err) }),
     );
   });
 }
 
-/** The answers' failures, thrown as the route's error (the first one; `tolerated` codes are not failures). */
+/** The first failure among the answers, thrown (a failure with one of the `tolerated` codes is none). */
 function throwFailures(answers: readonly WorkerAnswer[], tolerated: readonly string[] = []): void {
   for (const a of answers) {
-    const f = a.answer.error as Failure | undefined;
-    if (f !== undefined && !tolerated.includes(f.code)) throw new RouteError(f.code, f.message);
+    const err = errorOf(a.answer);
+    if (err !== null && !(err instanceof RouteError && tolerated.includes(err.code))) throw err;
   }
 }
 
@@ -106,6 +113,7 @@ export class WorkerCaches {
     /** The cache's clocks: monotonic ms, and wall-clock ms as the cache sees them. */
     private readonly now: () => number,
     private readonly unixNow: () => number,
+    private readonly log: Logger,
   ) {}
 
   private ask(question: Question, timeoutMs: number): Promise<WorkerAnswer[]> {
@@ -115,7 +123,8 @@ export class WorkerCaches {
 
   private async askSome(question: Question, timeoutMs: number): Promise<WorkerAnswer[]> {
     const answers = await this.ask(question, timeoutMs);
-    if (answers.length === 0) throw new RouteError("plugin_unavailable", "no data-plane worker answered");
+    // No worker serves (all are starting or restarting): as for an actor that is gone (the API's guard table).
+    if (answers.length === 0) throw new ActorGoneError("workers");
     return answers;
   }
 
@@ -169,7 +178,8 @@ export class WorkerCaches {
     const bytes = encodeDump(entries, now, unixNow);
     const answers = await this.askSome({ op: "load", bytes }, BULK_MS);
     throwFailures(answers);
-    if (answers.length < this.role.workers) throw new RouteError("plugin_unavailable", `${answers.length} of ${this.role.workers} workers loaded the dump (the others did not answer: restarting?); load it again`);
+    // A worker that did not answer is restarting: it starts empty (worker 1 from dump_file), as after any restart.
+    if (answers.length < this.role.workers) this.log.warn({ plugin: this.tag, loaded_by: answers.map((a) => a.worker) }, "a dump was loaded by the workers that answered; the others are restarting");
     return entries.length;
   }
 }
