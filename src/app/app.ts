@@ -43,10 +43,8 @@ import { UpgradeWork } from "./upgrade-work.js";
 import { applySharedChange, currentChanges, sharedChangeOf, type ChangeHost } from "./shared-changes.js";
 import { logStateChanges } from "./state-log.js";
 import { VERSION } from "../version.js";
-import { SINGLE, type ProcessChannel, type ProcessRole, type ServerAddress, type WorkersStatus } from "../registry/process-role.js";
-import type { ServerPlugin } from "../registry/types.js";
-import { workerCount } from "./workers/count.js";
-import { WorkerPool } from "./workers/pool.js";
+import type { WorkersStatus } from "../registry/process-role.js";
+import { ProcessPart, type PartHost, type WorkerLink } from "./workers/part.js";
 
 export interface AppOptions {
   configPath: string;
@@ -69,7 +67,7 @@ export interface AppOptions {
    * This process is data-plane worker `index` of a primary (src/app/workers/main.ts): no API, no
    * cluster membership; `activated` is told each generation it serves.
    */
-  worker?: { index: number; channel: ProcessChannel; activated(generation: number, servers: Record<string, ServerAddress>): void };
+  worker?: WorkerLink;
 }
 
 /** Loads and statically validates a configuration file. Throws ConfigError. */
@@ -117,12 +115,8 @@ export class App implements ApiHost {
   private startupError: unknown = null;
   /** Membership of the configuration's `cluster`, if it has one. */
   private cluster: ClusterLink | null = null;
-  /** The data-plane workers, when `workers` asks for more than one process (this one is their primary). */
-  readonly workers: WorkerPool | null = null;
-  /** `workers` as the process started with it (a reload does not change the processes). */
-  private readonly workersAtStart: number | "auto";
-  /** Concern events some plugin type shares (what the workers replay). */
-  private readonly sharedEvents: ReadonlySet<string>;
+  /** This process's part with data-plane workers: none, their primary, or one of them. */
+  private readonly part: ProcessPart;
 
   /** The configuration read at start, analysed, until the first generation is prepared from it. */
   private initial: { config: SluiceConfig; analysis: Analysis } | null;
@@ -142,15 +136,18 @@ export class App implements ApiHost {
     const worker = options.worker;
     this.log = worker ? log.child({ worker: worker.index }) : log;
     const metrics = new MetricsHub();
-    this.workersAtStart = config.workers;
-    this.sharedEvents = new Set(this.catalog.definitions().flatMap((d) => d.control?.shared?.events ?? []));
-    const count = worker ? 1 : workerCount(config.workers);
-    if (count > 1) {
-      const start = { configPath: options.configPath, baseDir: options.baseDir, logLevel: options.logLevel ?? null };
-      this.workers = new WorkerPool({ count, start, log: this.log, bus: this.bus, clock: Date.now, resync: (tell) => currentChanges(this.changeHost(), tell), requestReload: () => this.reloadForWorker() });
-    }
-    const role: ProcessRole = worker ? { kind: "worker", index: worker.index, channel: worker.channel } : (this.workers?.role ?? SINGLE);
-    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => (worker ? this.reloadFromWorker(worker.channel) : this.requestReload()) }, process: role };
+    const host: PartHost = {
+      log: this.log,
+      bus: this.bus,
+      requestReload: () => this.requestReload(),
+      currentChanges: (tell) => currentChanges(this.changeHost(), tell),
+      sharedChangeOf: (target, event) => sharedChangeOf(this.changeHost(), target, event),
+    };
+    const shared = new Set(this.catalog.definitions().flatMap((d) => d.control?.shared?.events ?? []));
+    const start = { configPath: options.configPath, baseDir: options.baseDir, logLevel: options.logLevel ?? null };
+    const part = new ProcessPart(host, config.workers, start, shared, worker);
+    this.part = part;
+    this.services = { log: this.log, metrics, listeners: new ListenerPool(), redis: new RedisHub(metrics, this.log), baseDir: options.baseDir, clockShift: options.clockShift ?? { ms: 0 }, app: { requestReload: () => part.requestReload() }, process: part.role };
     this.validator = new ConfigValidator(() => configLimits(this.config.api?.limits), this.catalog.build, this.log);
     const trial = options.upgradeTrial;
     this.upgrade = new UpgradeWork(
@@ -181,19 +178,13 @@ export class App implements ApiHost {
     // Stopped before serving: a failure, unless a stop was asked for while starting (then `done` says so).
     if (snap.status === "done" && snap.context.error !== null) throw app.startupError instanceof Error ? app.startupError : new Error(snap.context.error);
     if (options.follow && snap.status === "active") app.reportPull(options.follow);
-    if (app.workers && snap.status === "active") await app.startWorkers(app.workers);
+    // A primary serves once at least one data-plane worker does; none: it stops and says why.
+    if (snap.status === "active")
+      await app.part.start().catch(async (err: unknown) => {
+        await app.stop();
+        throw err;
+      });
     return app;
-  }
-
-  /** The primary serves once at least one data-plane worker does; none: it stops and says why. */
-  private async startWorkers(pool: WorkerPool): Promise<void> {
-    const serving = await pool.start();
-    this.log.info({ target: "workers", expected: pool.role.workers, serving }, "data-plane workers started");
-    if (serving > 0) return;
-    const error = `no data-plane worker could start: ${pool.firstError() ?? "unknown error"}`;
-    this.log.error({ target: "workers", err: error }, "startup failed");
-    await this.stop();
-    throw new Error(error);
   }
 
   /** A replica: report how the pull before start went (the app actor started the follower when it began serving). */
@@ -299,25 +290,19 @@ export class App implements ApiHost {
   }
 
   workersStatus(): WorkersStatus | null {
-    return this.workers?.status() ?? null;
+    return this.part.status();
   }
 
   workerActors(): AnyActorRef[] {
-    return this.workers?.actors ?? [];
+    return this.part.actors();
   }
 
-  /** GET /api/metrics: this process's, or with workers, theirs and this one's as one process's view. */
-  async metricsText(): Promise<string> {
-    const pool = this.workers;
-    return pool ? this.metrics.textWith(await pool.metrics()) : this.metrics.text();
+  metricsText(): Promise<string> {
+    return this.part.metricsText(this.metrics);
   }
 
-  /** An event one of the primary's concern actors received (the app actor's inspection): shared ones go to the workers. */
   observeEvent(target: AnyActorRef, event: { type: string }): void {
-    const pool = this.workers;
-    if (!pool || !this.sharedEvents.has(event.type)) return;
-    const change = sharedChangeOf(this.changeHost(), target, event);
-    if (change) pool.change(change);
+    this.part.observe(target, event);
   }
 
   /** A change from another member (or, in a worker, from its primary), asked of this process's concern actor for the same plugin, as its API would. */
@@ -365,21 +350,6 @@ export class App implements ApiHost {
     }
   }
 
-  /** A worker's `reload` executor: the primary reloads (and so every worker); a refusal is logged there. */
-  private reloadFromWorker(channel: ProcessChannel): void {
-    if (!channel.send({ t: "reload?", key: "" })) throw new Error("the primary process cannot be reached");
-  }
-
-  /** What a worker's `reload` executor asked for, as this process's own executor would. */
-  private reloadForWorker(): void {
-    try {
-      this.requestReload();
-      this.log.info({ target: "workers" }, "reload requested by a worker's reload executor");
-    } catch (err) {
-      this.log.warn({ target: "workers", err: describe(err) }, "a worker's reload request was refused");
-    }
-  }
-
   async prepare(input: PrepareInput): Promise<Prepared> {
     let config: SluiceConfig;
     let analysis: Analysis;
@@ -409,14 +379,7 @@ export class App implements ApiHost {
     this.syncCluster(runtime.config.cluster);
     this.services.metrics.retainTags(runtime.allTags());
     if (first) this.log.info({ target: "app", config: runtime.config.path, plugins: runtime.order.length, generation }, "sluice started");
-    // The workers build the same file's generation once the primary's is ready (their first: when they start).
-    else this.workers?.reload();
-    if (runtime.config.workers !== this.workersAtStart) this.log.warn({ target: "workers", workers: runtime.config.workers }, "`workers` changed: it takes effect at the next restart");
-    if (this.options.worker) {
-      const servers: Record<string, ServerAddress> = {};
-      for (const p of runtime.plugins.values()) if (p.kind === "server") servers[p.tag] = (p.instance as ServerPlugin).address();
-      this.options.worker.activated(generation, servers);
-    }
+    this.part.activated(runtime, generation, first);
   }
 
   startupFailed(error: unknown): void {
@@ -466,7 +429,7 @@ export class App implements ApiHost {
   async stopServices(restart: boolean): Promise<void> {
     this.log.info({ target: "app", restart }, restart ? "restarting" : "shutting down");
     // The workers drain their listeners first; the primary's own are none.
-    await this.workers?.stop();
+    await this.part.stop();
     await this.services.listeners.closeAll();
     await this.cluster?.close();
     this.cluster = null;
