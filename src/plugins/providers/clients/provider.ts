@@ -211,7 +211,6 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
     return learned;
   }
 
-  /** Waits for the concern's last write, then lets go of the state file. */
   /**
    * A data-plane worker's write (each state_interval, and after a change): the primary writes the file;
    * the worker sends it the queries of its seen clients since the last time, which the primary adds to its own.
@@ -228,6 +227,7 @@ export class ClientsProvider implements ProviderPlugin, StateHolder {
     return { at_ms: this.now(), written: false };
   }
 
+  /** Waits for the concern's last write, then lets go of the state file. */
   async destroy(): Promise<void> {
     this.unlisten();
     await this.self.ask({ type: "CLIENTS.STOP" }).catch(() => undefined);
