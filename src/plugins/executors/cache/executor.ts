@@ -281,12 +281,12 @@ export class CacheExecutor implements ExecutorPlugin {
     return this.changes;
   }
 
-  /** Monotonic ms on the clock entries are measured by. */
   /** Wall-clock time as the cache sees it (dumps and the shared level carry wall times), moved by the same shift. */
   unixNow(): number {
     return Date.now() + this.shift.ms;
   }
 
+  /** Monotonic ms on the clock entries are measured by. */
   now(): number {
     return performance.now() + this.shift.ms;
   }
