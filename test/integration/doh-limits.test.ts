@@ -145,16 +145,22 @@ describe("unfinished bodies", () => {
   });
 });
 
+/** `n` connections to the TLS listener, opened 20 ms apart, each answered once and then left idle. */
+async function answeredSessions(n: number, prefix: string): Promise<http2.ClientHttp2Session[]> {
+  const sessions: http2.ClientHttp2Session[] = [];
+  for (let i = 0; i < n; i++) {
+    const session = await h2Connect(tlsOrigin, pki.ca);
+    expect((await h2Request(session, get(`${prefix}${i}.example`))).status).toBe(200);
+    sessions.push(session);
+    await sleep(20);
+  }
+  return sessions;
+}
+
 describe("max_conns", () => {
   test("a new connection evicts the one idle longest; with every connection busy it is refused", async () => {
     const before = await metrics();
-    const sessions: http2.ClientHttp2Session[] = [];
-    for (let i = 0; i < 3; i++) {
-      const session = await h2Connect(tlsOrigin, pki.ca);
-      expect((await h2Request(session, get(`idle${i}.example`))).status).toBe(200);
-      sessions.push(session);
-      await sleep(20);
-    }
+    const sessions = await answeredSessions(3, "idle");
     const closedEarly = new Promise<void>((resolve) => sessions[0].once("close", () => resolve()));
     const fourth = await h2Connect(tlsOrigin, pki.ca);
     expect((await h2Request(fourth, get("fourth.example"))).status).toBe(200);
@@ -182,13 +188,7 @@ describe("max_conns", () => {
   test("a connection holding an unfinished body is evicted before older idle ones, whatever its age", async () => {
     const before = await metrics();
     // Two idle connections first (the older ones), then the newest, holding a POST whose body stops.
-    const idle: http2.ClientHttp2Session[] = [];
-    for (let i = 0; i < 2; i++) {
-      const session = await h2Connect(tlsOrigin, pki.ca);
-      expect((await h2Request(session, get(`kept${i}.example`))).status).toBe(200);
-      idle.push(session);
-    }
-    await sleep(20);
+    const idle = await answeredSessions(2, "kept");
     const holder = await h2Connect(tlsOrigin, pki.ca);
     const held = holder.request({ ":method": "POST", ":path": "/dns-query", "content-type": "application/dns-message" });
     held.on("error", () => undefined);
