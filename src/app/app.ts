@@ -139,6 +139,7 @@ export class App implements ApiHost {
     const host: PartHost = {
       log: this.log,
       bus: this.bus,
+      logRing: this.logRing,
       requestReload: () => this.requestReload(),
       currentChanges: (tell) => currentChanges(this.changeHost(), tell),
       sharedChangeOf: (target, event) => sharedChangeOf(this.changeHost(), target, event),

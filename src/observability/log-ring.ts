@@ -37,7 +37,7 @@ export class LogRecord {
     readonly rank: number,
     readonly time_ms: number,
     /** pino's JSON line, already redacted. */
-    private readonly line: string,
+    readonly line: string,
   ) {}
 
   /** The entry as the API shows it (parsed now: callers read a record once per answer or batch). */

@@ -127,6 +127,12 @@ test("both workers serve the shared listeners; health, actors and the servers' a
   expect(new Set(logs.map((l) => l.worker))).toEqual(new Set([1, 2]));
   expect(new Set(logs.map((l) => l.port))).toEqual(new Set([udp]));
   expect(await everyWorker("a.test")).toEqual(Array(20).fill(0));
+  // The workers' log lines are in the primary's log (GET /api/logs, the stream), each saying its worker.
+  await until(async () => {
+    const logs = (await (await call("/api/logs?limit=1000")).json()) as { entries: { message: string; fields: Record<string, unknown> }[] };
+    const from = new Set(logs.entries.filter((e) => e.message === "udp server listening").map((e) => e.fields.worker));
+    return from.has(1) && from.has(2);
+  }, 2000);
 });
 
 test("a matcher switch, a provider reload, a cache flush, a group pause and a dynamic rule reach every worker within a second", async () => {

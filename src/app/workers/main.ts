@@ -1,7 +1,7 @@
 // A data-plane worker (forked by ./pool.ts through node:cluster): the same App as a single process,
 // without the API or cluster membership. Its listeners share the primary's handles; it builds the
 // configuration file's generations itself (the primary says when: its own is ready), replays the
-// changes the primary's actors made, sends its recorder batches and, asked, its metrics.
+// changes the primary's actors made, sends its recorder batches and log lines and, asked, its metrics.
 
 import { ActorGoneError } from "../../../actors/ask.js";
 import { reloadWhenIdle } from "../../../actors/reload-wait.js";
@@ -9,6 +9,7 @@ import { describe, App } from "../app.js";
 import { parseMessage } from "../../cluster/cluster.js";
 import type { LogLevel } from "../../config/schema.js";
 import { answer, ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessChannel } from "../../registry/process-role.js";
+import { forwardLogs } from "./log-forward.js";
 import { WORKER_ENV, type WorkerStart } from "./protocol.js";
 
 function send(message: ChannelMessage): boolean {
@@ -92,8 +93,19 @@ async function main(): Promise<number> {
     return 1;
   }
   for (const m of early.splice(0)) take(m, app);
+  const bus = app.bus;
+  const stopForwarding = forwardLogs(
+    app.logRing,
+    (listener) => {
+      bus.on("log", listener);
+      return () => bus.off("log", listener);
+    },
+    send,
+  );
   if (stopping) void app.stop();
   const outcome = await app.done;
+  // The last lines (the drain's) reach the primary before the process ends.
+  stopForwarding();
   return outcome.error ? 1 : 0;
 }
 

@@ -1,18 +1,20 @@
 // This process's part in a `workers` setup (registry/process-role.ts), as the App uses it. A single
 // process has nothing to do here. A primary forks its data-plane workers (./pool.ts), has them build
 // each new generation once its own is ready, sends them the changes its concern actors take, and adds
-// their metrics to its own. A worker tells its primary each generation it serves, and hands it the
-// reloads its `reload` executor asks for.
+// their metrics and log lines to its own. A worker tells its primary each generation it serves, and
+// hands it the reloads its `reload` executor asks for.
 
 import type { AnyActorRef } from "xstate";
 import type { Bus } from "../../bus.js";
 import type { SharedChange } from "../../cluster/cluster.js";
+import type { LogRing } from "../../observability/log-ring.js";
 import type { Logger } from "../../observability/logger.js";
 import type { MetricsHub } from "../../observability/metrics.js";
 import { SINGLE, type ProcessChannel, type ProcessRole, type ServerAddress, type WorkersStatus } from "../../registry/process-role.js";
 import type { Runtime } from "../../registry/runtime.js";
 import type { ServerPlugin } from "../../registry/types.js";
 import { workerCount } from "./count.js";
+import { takeLogs } from "./log-forward.js";
 import { WorkerPool } from "./pool.js";
 import type { WorkerStart } from "./protocol.js";
 
@@ -28,6 +30,8 @@ export interface WorkerLink {
 export interface PartHost {
   readonly log: Logger;
   readonly bus: Bus;
+  /** Where the workers' log lines go too (GET /api/logs and the log stream). */
+  readonly logRing: LogRing;
   /** This process's reload, as its own `reload` executor asks for it (throws the refusal). */
   requestReload(): void;
   /** The shared changes that bring a fresh worker to this process's state (matcher modes). */
@@ -51,7 +55,7 @@ export class ProcessPart {
     private readonly worker: WorkerLink | undefined,
   ) {
     const count = worker ? 1 : workerCount(atStart);
-    if (count > 1) this.pool = new WorkerPool({ count, start, log: host.log, bus: host.bus, clock: Date.now, resync: (tell) => host.currentChanges(tell), requestReload: () => this.reloadForWorker() });
+    if (count > 1) this.pool = new WorkerPool({ count, start, log: host.log, bus: host.bus, clock: Date.now, resync: (tell) => host.currentChanges(tell), requestReload: () => this.reloadForWorker(), logs: (m, w) => takeLogs(m, w, host.logRing, host.log) });
     this.role = worker ? { kind: "worker", index: worker.index, channel: worker.channel } : (this.pool?.role ?? SINGLE);
   }
 

@@ -1,7 +1,7 @@
 // The primary's data-plane workers: one `worker:<n>` actor each (machines/worker.machine.ts) whose
 // `process` forks the worker (./main.ts) through node:cluster, so the workers share the primary's
 // listening handles (TCP round-robin; UDP one socket the kernel wakes a reader of). The pool routes
-// what workers send (plugin messages to the plugin's taker, metrics answers) and fans out what the
+// what workers send (plugin messages to the plugin's taker, answers, log lines) and fans out what the
 // primary's actors did (runtime changes, reloads) to every worker that serves.
 
 import cluster, { type Worker } from "node:cluster";
@@ -14,6 +14,7 @@ import type { SharedChange } from "../../cluster/cluster.js";
 import type { Logger } from "../../observability/logger.js";
 import type { MetricsSnapshot } from "../../observability/metrics.js";
 import { ANSWER, ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessRole, type ServerAddress, type WorkerAnswer, type WorkersStatus } from "../../registry/process-role.js";
+import { LOGS_MESSAGE } from "./log-forward.js";
 import { isReady, WORKER_ENV, type WorkerStart } from "./protocol.js";
 
 export type WorkerActor = Actor<typeof workerMachine>;
@@ -31,6 +32,8 @@ export interface PoolOptions {
   resync(tell: (change: SharedChange) => void): void;
   /** A worker's `reload` executor ran (the primary reloads; the workers follow). */
   requestReload(): void;
+  /** A worker's batch of log lines (./log-forward.ts). */
+  logs(message: ChannelMessage, worker: number): void;
 }
 
 function send(worker: Worker, message: ChannelMessage): boolean {
@@ -114,6 +117,7 @@ export class WorkerPool {
           sendBack({ type: "WORKER.READY", pid: m.pid });
         } else if (m.t === "failed" && typeof m.error === "string") sendBack({ type: "WORKER.FAILED", error: m.error });
         else if (m.t === "reload?") this.options.requestReload();
+        else if (m.t === LOGS_MESSAGE) this.options.logs(m, input.index);
         else if (m.t === ANSWER && typeof m.id === "number") this.waiting.get(m.id)?.(m);
       });
       // The channel's errors (a message to a worker that just ended) change nothing: its exit is what counts.
