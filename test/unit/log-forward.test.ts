@@ -12,6 +12,15 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** Forwards `ring`'s records, as a worker does, into `sent`. */
+function forward(bus: Bus, ring: LogRing, sent: ChannelMessage[]): () => void {
+  const subscribe = (listener: (r: LogRecord) => void): (() => void) => {
+    bus.on("log", listener);
+    return () => bus.off("log", listener);
+  };
+  return forwardLogs(ring, subscribe, (m) => sent.push(m) > 0);
+}
+
 const line = (msg: string, level = 30): string => `${JSON.stringify({ level, time: 1000, worker: 2, msg })}\n`;
 
 test("batches reach the primary's ring every interval, each line with its level and time; the last one at stop", () => {
@@ -20,14 +29,7 @@ test("batches reach the primary's ring every interval, each line with its level 
   const ring = new LogRing(100, bus);
   ring.push(line("before"), "info", 1000);
   const sent: ChannelMessage[] = [];
-  const stop = forwardLogs(
-    ring,
-    (listener: (r: LogRecord) => void) => {
-      bus.on("log", listener);
-      return () => bus.off("log", listener);
-    },
-    (m) => sent.push(m) > 0,
-  );
+  const stop = forward(bus, ring, sent);
   ring.push(line("after", 40), "warn", 2000);
   expect(sent).toEqual([]);
   vi.advanceTimersByTime(FORWARD_INTERVAL_MS);
@@ -53,14 +55,7 @@ test("a batch holds at most MAX_BATCH lines; the primary says how many were left
   const bus = new Bus();
   const ring = new LogRing(10, bus);
   const sent: ChannelMessage[] = [];
-  const stop = forwardLogs(
-    ring,
-    (listener: (r: LogRecord) => void) => {
-      bus.on("log", listener);
-      return () => bus.off("log", listener);
-    },
-    (m) => sent.push(m) > 0,
-  );
+  const stop = forward(bus, ring, sent);
   for (let i = 0; i < MAX_BATCH + 5; i++) ring.push(line(`q${i}`, 20), "debug", 1000 + i);
   vi.advanceTimersByTime(FORWARD_INTERVAL_MS);
   stop();
