@@ -4,22 +4,13 @@ import { Writable } from "node:stream";
 import { afterEach, expect, test, vi } from "vitest";
 import { FORWARD_INTERVAL_MS, forwardLogs, MAX_BATCH, takeLogs } from "../../src/app/workers/log-forward.js";
 import { Bus } from "../../src/bus.js";
-import { LogRing, type LogRecord } from "../../src/observability/log-ring.js";
+import { LogRing } from "../../src/observability/log-ring.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { ChannelMessage } from "../../src/registry/process-role.js";
 
 afterEach(() => {
   vi.useRealTimers();
 });
-
-/** Forwards `ring`'s records, as a worker does, into `sent`. */
-function forward(bus: Bus, ring: LogRing, sent: ChannelMessage[]): () => void {
-  const subscribe = (listener: (r: LogRecord) => void): (() => void) => {
-    bus.on("log", listener);
-    return () => bus.off("log", listener);
-  };
-  return forwardLogs(ring, subscribe, (m) => sent.push(m) > 0);
-}
 
 const line = (msg: string, level = 30): string => `${JSON.stringify({ level, time: 1000, worker: 2, msg })}\n`;
 
@@ -29,7 +20,7 @@ test("batches reach the primary's ring every interval, each line with its level 
   const ring = new LogRing(100, bus);
   ring.push(line("before"), "info", 1000);
   const sent: ChannelMessage[] = [];
-  const stop = forward(bus, ring, sent);
+  const stop = forwardLogs(ring, bus, (m) => sent.push(m) > 0);
   ring.push(line("after", 40), "warn", 2000);
   expect(sent).toEqual([]);
   vi.advanceTimersByTime(FORWARD_INTERVAL_MS);
@@ -55,7 +46,7 @@ test("a batch holds at most MAX_BATCH lines; the primary says how many were left
   const bus = new Bus();
   const ring = new LogRing(10, bus);
   const sent: ChannelMessage[] = [];
-  const stop = forward(bus, ring, sent);
+  const stop = forwardLogs(ring, bus, (m) => sent.push(m) > 0);
   for (let i = 0; i < MAX_BATCH + 5; i++) ring.push(line(`q${i}`, 20), "debug", 1000 + i);
   vi.advanceTimersByTime(FORWARD_INTERVAL_MS);
   stop();

@@ -4,6 +4,7 @@
 // debug level a worker logs per query. A batch holds at most MAX_BATCH lines; beyond that lines are
 // dropped, and the primary logs how many with the next batch. The worker's own stdout keeps them all.
 
+import type { Bus } from "../../bus.js";
 import type { LogLevelName, LogRecord, LogRing } from "../../observability/log-ring.js";
 import type { Logger } from "../../observability/logger.js";
 import type { ChannelMessage } from "../../registry/process-role.js";
@@ -15,8 +16,8 @@ export const LOGS_MESSAGE = "logs";
 /** One forwarded line: pino's JSON line with the level and time the worker's ring gave it. */
 type Line = [line: string, level: LogLevelName, timeMs: number];
 
-/** In a worker: forwards its ring's records (those already there, then each new one); returns the stop. */
-export function forwardLogs(ring: LogRing, subscribe: (listener: (record: LogRecord) => void) => () => void, send: (message: ChannelMessage) => boolean): () => void {
+/** In a worker: forwards its ring's records (those already there, then each new one the bus tells of); returns the stop. */
+export function forwardLogs(ring: LogRing, bus: Bus, send: (message: ChannelMessage) => boolean): () => void {
   let batch: Line[] = [];
   let dropped = 0;
   const add = (r: LogRecord): void => {
@@ -24,7 +25,7 @@ export function forwardLogs(ring: LogRing, subscribe: (listener: (record: LogRec
     else dropped++;
   };
   for (const r of ring.records(ring.capacity)) add(r);
-  const unsubscribe = subscribe(add);
+  bus.on("log", add);
   const flush = (): void => {
     if (batch.length === 0 && dropped === 0) return;
     send({ t: LOGS_MESSAGE, key: "", lines: batch, dropped });
@@ -35,7 +36,7 @@ export function forwardLogs(ring: LogRing, subscribe: (listener: (record: LogRec
   timer.unref();
   return () => {
     clearInterval(timer);
-    unsubscribe();
+    bus.off("log", add);
     flush();
   };
 }

@@ -93,15 +93,7 @@ async function main(): Promise<number> {
     return 1;
   }
   for (const m of early.splice(0)) take(m, app);
-  const bus = app.bus;
-  const stopForwarding = forwardLogs(
-    app.logRing,
-    (listener) => {
-      bus.on("log", listener);
-      return () => bus.off("log", listener);
-    },
-    send,
-  );
+  const stopForwarding = forwardLogs(app.logRing, app.bus, send);
   if (stopping) void app.stop();
   const outcome = await app.done;
   // The last lines (the drain's) reach the primary before the process ends.
