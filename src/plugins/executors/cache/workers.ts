@@ -28,7 +28,7 @@ export const CACHE_QUESTION = "cache?";
 const QUICK_MS = 5_000;
 const BULK_MS = 60_000;
 
-/** What a worker's cache is asked (`op`) and answers (`error`, or the op's result). */
+/** What a worker's cache is asked (`op`); it answers with the result, or with a `failure`. */
 type Question =
   /** `cursor` is worker `cursorOf`'s own; the others list from their newest. */
   | { op: "entries"; limit: number; cursor: string | null; cursorOf: number; qname: string | undefined }
