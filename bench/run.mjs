@@ -301,10 +301,22 @@ async function runScenario(sc, ctx) {
     const read = async () => Object.fromEntries(await Promise.all(apis.map(async ([n, port]) => [n, await cacheCounters(port)])));
     /** @type {Record<string, import("./lib/cache-metrics.mjs").CacheCounters>[]} */
     const counters = [await read()];
+    // Records of the saturation rounds: at full load the writer gets only the CPU DNS leaves (SCHED_IDLE).
+    const recorded = sc.recorder && live.sluice;
+    const recBefore = recorded ? await recorderMetrics(PORTS.api) : null;
+    /** @type {{ written: number, dropped: number } | null} */
+    let atSaturation = null;
     Object.assign(result.servers, await measureServers(sc.name, targets, base, PLAN, log, {
       afterSaturation: async () => {
         counters.push(await read());
         await readRss("saturation");
+        if (recBefore) {
+          await waitDrained(PORTS.api, 60_000);
+          const after = await recorderMetrics(PORTS.api);
+          atSaturation = { written: after.written - recBefore.written, dropped: after.dropped - recBefore.dropped };
+          const share = (100 * atSaturation.written) / Math.max(1, atSaturation.written + atSaturation.dropped);
+          log(`  recorded       records  saturation rounds: ${atSaturation.written} written, ${atSaturation.dropped} dropped (${share.toFixed(1)} % recorded)`);
+        }
       },
     }));
     await readRss("20k QPS");
@@ -323,7 +335,7 @@ async function runScenario(sc, ctx) {
     // The provider's build time (from its "loaded" log line) and Sluice's memory once it has served the load.
     const loaded = sc.provider && live.sluice ? await providerLoaded(live.sluice.proc, sc.provider) : null;
     if (loaded) result.provider = loaded;
-    if (sc.recorder && live.sluice) result.recorder = await recorderAt20k(base, PLAN.latRounds);
+    if (recorded) result.recorder = { ...(await recorderAt20k(base, PLAN.latRounds)), saturation: atSaturation };
     if (sc.webhook && live.sluice) {
       const ports = { sluice: PORTS.sluice, plain: live.plain ? PORTS.plain : null, api: PORTS.api };
       result.webhook = await webhookAt20k(base, ports, { rounds: Math.max(2, PLAN.latRounds), seconds: PLAN.latSeconds, latency: LATENCY }, log);

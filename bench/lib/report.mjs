@@ -59,6 +59,7 @@ import { readFile, writeFile } from "node:fs/promises";
  * @typedef {object} RecorderAt20k
  * @property {{ sent: number, lost: number, written: number, dropped: number }[]} rounds
  * @property {boolean} drained  the recorder's queue emptied after each round (within 60 s)
+ * @property {{ written: number, dropped: number } | null} [saturation]  records of the saturation rounds
  */
 
 /**
@@ -269,7 +270,9 @@ export function judgeTargets(scenarios, memory, stats = null) {
       const best = rounds.reduce((m, x) => (x.dropped + x.lost < m.dropped + m.lost ? x : m), rounds[0]);
       const lost = s.servers.sluice.lost;
       const all = rounds.map((x) => `${x.dropped}`).join("/");
-      out.push({ target, measured: `${r.toFixed(3)} ×, ${lost} lost; @20k: ${best.dropped} dropped, ${best.lost} lost (dropped per round ${all})`, result: r >= 0.75 && lost === 0 && best.dropped === 0 && best.lost === 0 ? "PASS" : "MISS" });
+      const sat = s.recorder?.saturation;
+      const satShare = sat ? `; at saturation ${((100 * sat.written) / Math.max(1, sat.written + sat.dropped)).toFixed(1)} % of queries recorded` : "";
+      out.push({ target, measured: `${r.toFixed(3)} ×, ${lost} lost; @20k: ${best.dropped} dropped, ${best.lost} lost (dropped per round ${all})${satShare}`, result: r >= 0.75 && lost === 0 && best.dropped === 0 && best.lost === 0 ? "PASS" : "MISS" });
     }
   }
   {

@@ -1,5 +1,5 @@
 // Sluice as a child process, and what /proc says about it: resident memory, CPU time, open
-// file descriptors.
+// file descriptors, threads' priorities.
 
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -73,3 +73,15 @@ export function metricValue(text: string, name: string, labels = ""): number {
   }
   return NaN;
 }
+
+/** Nice value and scheduling policy of every thread of `pid` (fields 19 and 41 of /proc/<pid>/task/<tid>/stat). */
+export function threadPriorities(pid: number): { nice: number; policy: number }[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { nice: Number(fields[16]), policy: Number(fields[38]) };
+  });
+}
+
+/** Linux's SCHED_IDLE. */
+export const SCHED_IDLE = 5;

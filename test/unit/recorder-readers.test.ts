@@ -1,6 +1,7 @@
 // The recorder's reader pool as the actor's admission sees it: closing it is what the guard
 // recorderReadersOpen reads (no read is admitted after), and a read admitted just before it closed
-// fails with a failure code, not a refusal. A read runs in a reader process entirely at nice 19.
+// fails with a failure code, not a refusal. A read runs in a reader process entirely at nice 19 under
+// SCHED_IDLE.
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -8,6 +9,7 @@ import { expect, test } from "vitest";
 import { READER_NICE } from "../../src/plugins/executors/query-recorder/protocol.js";
 import { ReaderPool } from "../../src/plugins/executors/query-recorder/readers.js";
 import { RouteError } from "../../src/registry/control.js";
+import { SCHED_IDLE, threadPriorities } from "../helpers/proc.js";
 import { tempDir } from "../helpers/sluice.js";
 
 test("a closed pool shows itself closed to the admission guard, and a read that reaches it fails as query_recorder_read_failed", async () => {
@@ -32,15 +34,7 @@ function children(): number[] {
   });
 }
 
-/** The nice value of every thread of `pid` (field 19 of /proc/<pid>/task/<tid>/stat). */
-function threadNices(pid: number): number[] {
-  return readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
-  });
-}
-
-test("a read runs in a reader process whose every thread (V8's collector and compiler helpers too) is at nice 19, and closing the pool ends it", async () => {
+test("a read runs in a reader process whose every thread (V8's collector and compiler helpers too) is at nice 19 under SCHED_IDLE, and closing the pool ends it", async () => {
   const dir = tempDir("sluice-readers-");
   const path = join(dir, "empty.db");
   new Database(path).close();
@@ -53,11 +47,13 @@ test("a read runs in a reader process whose every thread (V8's collector and com
     expect((err as RouteError).message).toBe("the recorder's database has no records table yet");
     const readers = children().filter((pid) => !before.has(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("reader-worker.js"));
     expect(readers).toHaveLength(1);
-    const nices = threadNices(readers[0]);
+    const threads = threadPriorities(readers[0]);
     // The main thread, V8's platform threads and libuv's: a reader thread inside Sluice would share
     // Sluice's helpers, which stay at nice 0.
-    expect(nices.length).toBeGreaterThan(3);
-    expect(new Set(nices)).toEqual(new Set([READER_NICE]));
+    expect(threads.length).toBeGreaterThan(3);
+    expect(new Set(threads.map((t) => t.nice))).toEqual(new Set([READER_NICE]));
+    // DNS, woken on the reader's core, takes it at once (docs/operations.md, "Priorities").
+    expect(new Set(threads.map((t) => t.policy))).toEqual(new Set([SCHED_IDLE]));
     await pool.close();
     expect(children()).not.toContain(readers[0]);
   } finally {

@@ -4,16 +4,17 @@
 // transaction), so a page or a statistic never mixes two states of the database. With a
 // PostgreSQL store the connection is PostgreSQL's (pg-reads.ts), opened again after a failure.
 //
-// A process, not a thread: every thread of it runs at nice 19, V8's garbage-collection and compiler
-// helpers included. A reader thread's allocations were collected by the DNS process's shared helper
-// threads at nice 0, which took the core from DNS at equal weight (docs/operations.md, "Reads").
+// A process, not a thread: every thread of it runs at nice 19 under SCHED_IDLE (priority.ts), V8's
+// garbage-collection and compiler helpers included. A reader thread's allocations were collected by
+// the DNS process's shared helper threads at nice 0, which took the core from DNS at equal weight
+// (docs/operations.md, "Reads").
 
 import Database from "better-sqlite3";
 import type pg from "pg";
 import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
 import { pgAnswer } from "./pg-reads.js";
-import { lowerEveryThread } from "./priority.js";
+import { idlePolicy, lowerEveryThread } from "./priority.js";
 import { isConnectionError, pgClient, type PgOptions } from "./pg-schema.js";
 import { READER_NICE, type ReaderData, type ReaderMessage, type ReaderReply } from "./protocol.js";
 import { recordById, recordsPage } from "./records.js";
@@ -24,6 +25,7 @@ if (!process.send) throw new Error("reader-worker.js runs as a query recorder's 
 const send = process.send.bind(process) as (m: ReaderReply) => boolean;
 
 lowerEveryThread(READER_NICE);
+idlePolicy(process.pid, true);
 // The recorder is gone (its process ended or closed the channel): nothing is left to answer.
 process.on("disconnect", () => process.exit(0));
 

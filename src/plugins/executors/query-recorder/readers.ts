@@ -1,7 +1,8 @@
 // Reader processes for the API: at most MAX_READERS, each with one request at a time, started when
 // needed and stopped when idle. A read that runs past READ_TIMEOUT_MS ends its process. They are
-// processes so that all of a read's work, V8's collection of its garbage included, runs at nice 19
-// (reader-worker.ts); they share Sluice's session (so its autogroup: nice counts against DNS).
+// processes so that all of a read's work, V8's collection of its garbage included, runs below DNS
+// (SCHED_IDLE, else nice 19: reader-worker.ts, priority.ts); they share Sluice's session, so its
+// scheduler autogroup, where that ranks them below DNS.
 // How many wait is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while the pool is open
 // (guard recorderReadersOpen) and fewer than MAX_WAITING wait (recorderReadersFree), else 503
 // query_recorder_unavailable. An admitted read that cannot be completed (its process failed, it ran

@@ -14,6 +14,7 @@ import { recordFrame } from "./json.js";
 import { PgFeed } from "./pg-feed.js";
 import { isConnectionError } from "./pg-schema.js";
 import { PgRecorderStore } from "./pg-store.js";
+import { idlePolicy, ownThreadId } from "./priority.js";
 import { WRITER_NICE, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
 import { RecorderStore } from "./store.js";
 
@@ -39,6 +40,9 @@ try {
 } catch {
   // Not permitted or not supported here: the writer then competes with DNS at equal priority.
 }
+// Below that, where Linux allows it: DNS's thread takes the core from the writer as soon as it wakes.
+const ownTid = ownThreadId();
+if (ownTid !== null) idlePolicy(ownTid, false);
 
 const post = (m: WriterReply): void => port.postMessage(m);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
