@@ -180,17 +180,10 @@ async function batchMessages(dist, count, batchSize) {
 export async function postgresWriterRate(o) {
   const messages = await batchMessages(o.dist, o.count, o.batchSize);
   const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
-  const state = { committed: 0, lost: 0, transactions: 0, wake: /** @type {() => void} */ (() => undefined) };
   const pgOptions = { url: o.url, schema: o.schema, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000 };
   const link = new WriterLink(
     { role: "query-recorder-writer", memoryTail: 1024, sqlite: null, postgres: { pg: pgOptions, instance: "bench", maxRecords: 0, retentionMs: 30 * 86_400_000 } },
     {
-      committed: (/** @type {{ count: number, lost: number }} */ m) => {
-        state.committed += m.count;
-        state.lost += m.lost;
-        state.transactions++;
-        state.wake();
-      },
       records: () => undefined,
       replay: () => undefined,
       frames: () => undefined,
@@ -199,6 +192,7 @@ export async function postgresWriterRate(o) {
     },
   );
   await link.ready;
+  const progress = link.progress;
   const started = performance.now();
   const cpu0 = process.cpuUsage();
   const server0 = o.serverCpu();
@@ -206,13 +200,15 @@ export async function postgresWriterRate(o) {
   for (const m of messages) {
     link.post(m, [m.data]);
     sent += m.count;
-    while (state.committed < sent) await new Promise((r) => (state.wake = () => r(undefined)));
+    // Each batch waits for its commit (the writer's shared totals: progress.ts).
+    for (let v = progress.version(); progress.answered() < sent; v = progress.version()) await progress.changed(v, 1000);
   }
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const serverCpuSeconds = o.serverCpu() - server0;
   await link.close();
-  return { batchSize: o.batchSize, records: o.count, seconds, rate: o.count / seconds, transactions: state.transactions, lost: state.lost, writerCpuSeconds: (cpu.user + cpu.system) / 1e6, serverCpuSeconds };
+  const done = progress.read();
+  return { batchSize: o.batchSize, records: o.count, seconds, rate: o.count / seconds, transactions: done.commits, lost: done.lost, writerCpuSeconds: (cpu.user + cpu.system) / 1e6, serverCpuSeconds };
 }
 
 /** The fastest round of `batchSize` (another process on the machine only ever slows a round). @param {PostgresWriterResult} r @param {number} batchSize */

@@ -21,10 +21,6 @@ export async function generateRecords(o) {
   const { WriterLink } = await load(o.dist, "src/plugins/executors/query-recorder/writer-link.js");
   const next = await recordMaker(o.dist, rng(11));
   const strings = new StringTable();
-  let committed = 0;
-  let lost = 0;
-  /** @type {() => void} */
-  let wake = () => undefined;
   const link = new WriterLink(
     {
       role: "query-recorder-writer",
@@ -33,11 +29,6 @@ export async function generateRecords(o) {
       memoryTail: 1024,
     },
     {
-      committed: (/** @type {{ count: number, lost: number }} */ m) => {
-        committed += m.count;
-        lost += m.lost;
-        wake();
-      },
       records: () => undefined,
       replay: () => undefined,
       log: (/** @type {{ msg: string, err: string }} */ m) => o.log(`  writer: ${m.msg}: ${m.err}`),
@@ -45,6 +36,12 @@ export async function generateRecords(o) {
     },
   );
   await link.ready;
+  // What the writer has committed, from its shared totals (progress.ts): waits for its next commit while `busy`.
+  const progress = link.progress;
+  /** @param {() => boolean} busy */
+  const waitWhile = async (busy) => {
+    for (let v = progress.version(); busy(); v = progress.version()) await progress.changed(v, 1000);
+  };
   const started = performance.now();
   const t0 = Date.now() - o.spanMs;
   const BATCH = 2048;
@@ -65,14 +62,14 @@ export async function generateRecords(o) {
       sent += count;
       batch = new BatchBuilder(BATCH * 300);
       // At most 8 batches in flight: the generator must not outrun the writer's memory.
-      while (sent - committed > BATCH * 8) await new Promise((r) => (wake = () => r(undefined)));
+      await waitWhile(() => sent - progress.answered() > BATCH * 8);
       if (sent % 200_000 < BATCH) o.log(`  recorder-stats: ${sent.toLocaleString("en-US")} records handed to the writer`);
     }
   }
-  while (committed < sent) await new Promise((r) => (wake = () => r(undefined)));
+  await waitWhile(() => progress.answered() < sent);
   const seconds = (performance.now() - started) / 1000;
   await link.close();
-  return { seconds, rate: o.count / seconds, lost };
+  return { seconds, rate: o.count / seconds, lost: progress.read().lost };
 }
 
 /** @param {number} apiPort */

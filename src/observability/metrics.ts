@@ -5,7 +5,7 @@
 // passes `promtool check metrics` (test/integration/metrics-promtool.test.ts).
 
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
-import { HistogramFamily, type Observer } from "./histogram.js";
+import { HistogramFamily, type HistogramSeries } from "./histogram.js";
 
 /**
  * One process's metrics as they travel to the primary of several (src/app/workers/): prom-client's
@@ -58,6 +58,8 @@ export class MetricsHub {
   readonly registry = new Registry();
   private readonly families = new Map<string, Family>();
   private readonly histograms = new Map<string, HistogramFamily>();
+  /** Run before each scrape: owners of cells kept up to date elsewhere (another thread) refresh them. */
+  private readonly refreshers = new Set<() => void>();
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics !== false) {
@@ -128,7 +130,7 @@ export class MetricsHub {
    * Declares a histogram family (`_bucket`, `_sum`, `_count`); returns a function that hands out
    * the series for a label set. Keep the series and call `observe` on the hot path.
    */
-  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): (labels: Labels) => Observer {
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): (labels: Labels) => HistogramSeries {
     let fam = this.histograms.get(name);
     if (fam) {
       if (fam.labelNames.join() !== labelNames.join() || fam.bounds.join() !== [...buckets].sort((a, b) => a - b).join()) {
@@ -157,13 +159,25 @@ export class MetricsHub {
     }
   }
 
+  /** Calls `refresh` before every scrape (text and snapshot); returns the call that stops it. */
+  beforeCollect(refresh: () => void): () => void {
+    this.refreshers.add(refresh);
+    return () => this.refreshers.delete(refresh);
+  }
+
+  private refresh(): void {
+    for (const r of this.refreshers) r();
+  }
+
   /** The whole exposition: prom-client's families, then the histograms. */
   async text(): Promise<string> {
+    this.refresh();
     return render(await this.registry.metrics(), [...this.histograms.values()]);
   }
 
   /** This process's metrics for the primary's aggregation. */
   async snapshot(): Promise<MetricsSnapshot> {
+    this.refresh();
     const histograms = [...this.histograms.values()].map((h) => ({
       name: h.name,
       help: h.help,

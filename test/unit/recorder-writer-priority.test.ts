@@ -18,7 +18,7 @@ test("the writer thread is at nice 10 under SCHED_IDLE once its store is open, a
       postgres: null,
       memoryTail: 16,
     },
-    { committed: () => undefined, records: () => undefined, replay: () => undefined, frames: () => undefined, log: () => undefined, exit: () => undefined },
+    { records: () => undefined, replay: () => undefined, frames: () => undefined, log: () => undefined, exit: () => undefined },
   );
   try {
     await link.ready;

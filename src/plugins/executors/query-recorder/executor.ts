@@ -23,6 +23,7 @@ import type { WriterData, WriterRequest } from "./protocol.js";
 import { ReaderPool } from "./readers.js";
 import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RecordStreams } from "./stream.js";
+import type { Progress } from "./progress.js";
 import { WriterLink } from "./writer-link.js";
 import { batchFrom, PrimaryLink, RECORDS_ACK, RECORDS_MESSAGE, type BatchRequest } from "./primary-link.js";
 import type { ProcessRole, Reply } from "../../../registry/process-role.js";
@@ -77,6 +78,9 @@ export class QueryRecorder implements ExecutorPlugin {
   /** Arrival time of the last record captured (ms since the epoch). */
   private lastAtMs = 0;
   private writer: WriterLink | PrimaryLink | null = null;
+  /** What of the current writer's shared totals (progress.ts) `queued` and the metrics already hold. */
+  private tally: { link: WriterLink; queue: number; applied: Progress } | null = null;
+  private readonly stopRefresh: () => void;
   /** The primary of several processes: takes the workers' batches for its writer. */
   private readonly unlistenWorkers: (() => void) | null = null;
   /** Interned tags, client names and group sets the current writer has been sent. */
@@ -97,6 +101,7 @@ export class QueryRecorder implements ExecutorPlugin {
   ) {
     this.batch = new BatchBuilder(this.batchBytes());
     this.metrics = recorderMetrics(metrics, options.tag);
+    this.stopRefresh = metrics.beforeCollect(() => this.catchUp());
     this.readers = new ReaderPool({ role: "query-recorder-reader", path: options.path, postgres: options.postgres, cacheMb: READER_CACHE_MB });
     this.streams = new RecordStreams((m) => this.writer?.post(m));
     const role = options.process;
@@ -110,6 +115,8 @@ export class QueryRecorder implements ExecutorPlugin {
   // ---- DNS thread ------------------------------------------------------------------------------
 
   execute(ctx: DnsContext, next: Continuation | null): StepResult {
+    // The count of records waiting is refreshed from the writer's totals when it looks full (one read).
+    if (this.queued >= this.options.queueSize) this.catchUpQueue();
     if (this.queued >= this.options.queueSize || this.destroyed) {
       this.metrics.dropped.value++;
       return runNext(ctx, next);
@@ -177,6 +184,7 @@ export class QueryRecorder implements ExecutorPlugin {
   /** Hands the current batch to the writer (or holds it while there is none): a full batch, the actor's flush tick, a clear. */
   flush(): void {
     this.clockOffset = Date.now() - performance.now();
+    this.catchUp();
     const count = this.batch.count;
     if (count === 0) return;
     const ips = this.batch.ips;
@@ -219,6 +227,35 @@ export class QueryRecorder implements ExecutorPlugin {
       if (!writer.post(m)) this.lose(count);
     } else writer.post(m, [data]);
     this.metrics.queue.value = this.queued;
+  }
+
+  /** Takes the records the writer has finished off `queued` (a read of one shared number). */
+  private catchUpQueue(): void {
+    const t = this.tally;
+    if (t === null) return;
+    const answered = t.link.progress.answered();
+    this.queued -= answered - t.queue;
+    t.queue = answered;
+  }
+
+  /** Applies what the writer has committed since the last look: `queued` and the metrics. */
+  private catchUp(): void {
+    const t = this.tally;
+    if (t === null) return;
+    this.catchUpQueue();
+    const p = t.link.progress.read();
+    const a = t.applied;
+    const lost = p.lost - a.lost;
+    this.metrics.written.value += p.answered - a.answered - lost;
+    this.metrics.dropped.value += lost;
+    const b = this.metrics.batch;
+    for (let i = 0; i < b.counts.length; i++) b.counts[i] += p.commitCounts[i] - a.commitCounts[i];
+    b.sum += p.commitSeconds - a.commitSeconds;
+    b.count += p.commits - a.commits;
+    this.metrics.records.value = p.records;
+    if (p.dbBytes !== null) this.metrics.dbBytes.value = p.dbBytes;
+    this.metrics.queue.value = this.queued;
+    t.applied = p;
   }
 
   private lose(count: number): void {
@@ -287,16 +324,6 @@ export class QueryRecorder implements ExecutorPlugin {
     const link = new WriterLink(
       this.writerData(),
       {
-        committed: (m) => {
-          this.queued -= m.count;
-          this.metrics.written.value += m.count - m.lost;
-          this.metrics.dropped.value += m.lost;
-          this.metrics.batch.observe(m.seconds);
-          this.metrics.records.value = m.records;
-          if (m.dbBytes !== null) this.metrics.dbBytes.value = m.dbBytes;
-          this.metrics.queue.value = this.queued;
-          if (m.frames !== null) this.streams.committed(m.frames);
-        },
         records: (n) => (this.metrics.records.value = n),
         replay: (m) => this.streams.replayed(m.client, m.frames),
         frames: (m) => this.streams.committed(m.frames),
@@ -317,6 +344,7 @@ export class QueryRecorder implements ExecutorPlugin {
     this.metrics.records.value = records;
     this.metrics.dbBytes.value = dbBytes;
     this.writer = link;
+    this.tally = { link, queue: 0, applied: link.progress.read() };
     this.stringsSent = 0;
     this.clientNamesSent = 0;
     this.groupSetsSent = 0;
@@ -327,6 +355,9 @@ export class QueryRecorder implements ExecutorPlugin {
 
   /** The records the writer held are lost; those captured meanwhile wait for the next writer. */
   private writerGone(): void {
+    // Its last transactions count: its totals outlive it.
+    this.catchUp();
+    this.tally = null;
     this.writer = null;
     const held = [...this.held, ...this.heldRemote].reduce((n, b) => n + b.count, 0);
     const lost = this.queued - held - this.batch.count;
@@ -342,7 +373,11 @@ export class QueryRecorder implements ExecutorPlugin {
     if (link !== null) {
       this.flush();
       this.writer = null;
-      const done = link.close();
+      const done = link.close().then(() => {
+        // What it committed while closing; then it is done with.
+        this.catchUp();
+        if (this.tally?.link === link) this.tally = null;
+      });
       this.closing = (this.closing ?? Promise.resolve()).then(() => done);
     }
     return this.closing ?? Promise.resolve();
@@ -400,6 +435,7 @@ export class QueryRecorder implements ExecutorPlugin {
     // actor outlives destroy (it stops after it), so the final commit is awaited here, not at its stop.
     this.destroyed = true;
     await this.closeWriter();
+    this.stopRefresh();
     await this.readers.close();
     if (this.pathClaimed && this.options.path !== null) {
       const user = openPaths.get(this.options.path);

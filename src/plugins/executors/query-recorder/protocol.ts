@@ -27,22 +27,10 @@ export type WriterRequest =
 /** From the writer. */
 export type WriterReply =
   | { t: "ready"; records: number; dbBytes: number }
-  | {
-      t: "committed";
-      /** Records handed over in the batches this message answers (written + lost). */
-      count: number;
-      /** Of those, not written (the transaction failed). */
-      lost: number;
-      seconds: number;
-      records: number;
-      dbBytes: number | null;
-      /** SSE frames of the written records, while live. */
-      frames: string[] | null;
-    }
   | { t: "done"; id: number; ok: true; value: number; records: number }
   | { t: "done"; id: number; ok: false; message: string; records: number }
   | { t: "replay"; client: number; frames: string[] }
-  /** SSE frames of records committed by any instance (the PostgreSQL store's feed). */
+  /** SSE frames of committed records, while someone streams (with PostgreSQL: any instance's, from its feed). */
   | { t: "frames"; frames: string[] }
   | { t: "log"; level: "info" | "warn" | "error"; msg: string; err: string };
 
@@ -52,6 +40,11 @@ export interface WriterData {
   sqlite: StoreOptions | null;
   postgres: PgStoreOptions | null;
   memoryTail: number;
+}
+
+/** What the writer thread is started with: WriterData and the memory where it counts its commits (progress.ts). */
+export interface WriterThreadData extends WriterData {
+  progress: SharedArrayBuffer;
 }
 
 /** A reader reads PostgreSQL when there is one, else the SQLite file. */

@@ -1,11 +1,12 @@
 // The DNS thread's handle on one writer thread: start it (resolves once the database is open and
-// migrated), send it batches and requests, and learn when it commits, answers or ends.
+// migrated), send it batches and requests, read what it has committed (`progress`, shared memory:
+// progress.ts) and learn when it answers or ends.
 
 import { Worker } from "node:worker_threads";
-import { workerFile, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
+import { WriterProgress } from "./progress.js";
+import { workerFile, type WriterData, type WriterReply, type WriterRequest, type WriterThreadData } from "./protocol.js";
 
 export interface WriterHandlers {
-  committed(m: Extract<WriterReply, { t: "committed" }>): void;
   /** Rows in the database after a clear or a cleanup. */
   records(n: number): void;
   replay(m: Extract<WriterReply, { t: "replay" }>): void;
@@ -28,9 +29,12 @@ export class WriterLink {
   /** Resolves with the row count and file size once the database is open. */
   readonly ready: Promise<{ records: number; dbBytes: number }>;
   readonly exited: Promise<void>;
+  /** What the thread has committed; still readable once it has ended. */
+  readonly progress = new WriterProgress();
 
   constructor(data: WriterData, handlers: WriterHandlers) {
-    this.worker = new Worker(workerFile("writer-worker"), { workerData: data, stdout: false, stderr: false });
+    const threadData: WriterThreadData = { ...data, progress: this.progress.buffer };
+    this.worker = new Worker(workerFile("writer-worker"), { workerData: threadData, stdout: false, stderr: false });
     let failStart: (e: Error) => void = () => undefined;
     let lastError: Error | null = null;
     this.ready = new Promise((resolve, reject) => {
@@ -48,8 +52,6 @@ export class WriterLink {
     this.ready.catch(() => undefined);
     this.worker.on("message", (m: WriterReply) => {
       switch (m.t) {
-        case "committed":
-          return handlers.committed(m);
         case "replay":
           return handlers.replay(m);
         case "frames":

@@ -15,7 +15,8 @@ import { PgFeed } from "./pg-feed.js";
 import { isConnectionError } from "./pg-schema.js";
 import { PgRecorderStore } from "./pg-store.js";
 import { idlePolicy, ownThreadId } from "./priority.js";
-import { WRITER_NICE, type WriterData, type WriterReply, type WriterRequest } from "./protocol.js";
+import { WriterProgress } from "./progress.js";
+import { WRITER_NICE, type WriterReply, type WriterRequest, type WriterThreadData } from "./protocol.js";
 import { RecorderStore } from "./store.js";
 
 /** Most records written in one transaction when batches pile up (fewer while streaming: each commit is one message of frames). */
@@ -31,9 +32,10 @@ const RETRY_MAX_MS = 5000;
 
 type Batch = Extract<WriterRequest, { t: "batch" }>;
 
-const data = workerData as WriterData;
+const data = workerData as WriterThreadData;
 if (!parentPort || data?.role !== "query-recorder-writer") throw new Error("writer-worker.ts runs as the query recorder's worker thread");
 const port = parentPort;
+const progress = new WriterProgress(data.progress);
 
 try {
   setPriority(WRITER_NICE);
@@ -188,7 +190,9 @@ async function writeBatches(batches: Batch[]): Promise<void> {
   const now = Date.now();
   const size = sqlite && now - sizeAt >= SIZE_EVERY_MS ? dbBytes() : null;
   if (size !== null) sizeAt = now;
-  post({ t: "committed", count, lost: written ? 0 : count, seconds: (performance.now() - started) / 1000, records: records(), dbBytes: size, frames: frames !== null && frames.length > 0 ? frames : null });
+  // Totals in shared memory, not a message per commit (progress.ts says why); frames only while someone streams.
+  progress.committed(count, written ? 0 : count, (performance.now() - started) / 1000, records(), size);
+  if (frames !== null && frames.length > 0) post({ t: "frames", frames });
 }
 
 /** clear and cleanup: both stores; the answer is the count of the store the routes read. */
@@ -196,6 +200,7 @@ async function answer(id: number, onSqlite: (s: RecorderStore) => number, onPost
   try {
     const a = sqlite ? onSqlite(sqlite) : 0;
     const value = postgres ? await onPostgres(postgres) : a;
+    progress.stored(records(), null);
     post({ t: "done", id, ok: true, value, records: records() });
   } catch (err) {
     if (FATAL.test(String((err as { code?: string }).code))) fatal(err);
@@ -275,7 +280,9 @@ async function start(): Promise<void> {
       post({ t: "log", level: "warn", msg: "PostgreSQL query store unreachable at start; records wait (up to queue_size) while the writer retries", err: errorText(err) });
     }
   }
-  post({ t: "ready", records: records(), dbBytes: dbBytes() });
+  const size = dbBytes();
+  progress.stored(records(), size);
+  post({ t: "ready", records: records(), dbBytes: size });
   sizeAt = Date.now();
 }
 
