@@ -272,6 +272,7 @@ export class QueryRecorder implements ExecutorPlugin {
     if (batch === null || typeof ackKey !== "string") return;
     const count = batch.count;
     let lost = 0;
+    if (this.queued + count > this.options.queueSize) this.catchUpQueue();
     if (this.destroyed || this.queued + count > this.options.queueSize) {
       lost = count;
       this.metrics.dropped.value += count;
