@@ -521,11 +521,14 @@ async function runRecorderStats(ctx) {
     const cpu = { idle: { main: 0, nice0: 0, niceOther: 0, nice19: 0 }, busy: { main: 0, nice0: 0, niceOther: 0, nice19: 0 } };
     let cpuKnown = true;
     let statsRequests = 0;
+    // Records the writer dropped in each kind of round: the readers come before it on the shared core.
+    const dropped = { idle: 0, busy: 0 };
     // Three rounds of each kind at least: on a shared machine one round's p99 is mostly its neighbours'.
     for (let round = 0; round < Math.max(3, PLAN.latRounds) * 2; round++) {
       const busy = round % 2 === 1;
       let running = true;
       const before = cpuByPriority(sluice.pid);
+      const recBefore = await recorderMetrics(PORTS.api);
       const loop = (async () => {
         for (let i = 0; busy && running; i++) {
           await fetch(busyRoutes[i % busyRoutes.length]).then((r) => r.text());
@@ -536,6 +539,8 @@ async function runRecorderStats(ctx) {
       running = false;
       await loop;
       const after = cpuByPriority(sluice.pid);
+      await waitDrained(PORTS.api, 60_000);
+      dropped[busy ? "busy" : "idle"] += (await recorderMetrics(PORTS.api)).dropped - recBefore.dropped;
       if (before && after) for (const k of /** @type {const} */ (["main", "nice0", "niceOther", "nice19"])) cpu[busy ? "busy" : "idle"][k] += after[k] - before[k];
       else cpuKnown = false;
       const l = latencySummary(r.latencies, r.stats.lost);
@@ -548,7 +553,8 @@ async function runRecorderStats(ctx) {
     // Per stats request: what the busy rounds spent beyond the idle ones (same number and length of rounds).
     const perRequest = (/** @type {"main" | "nice0" | "niceOther" | "nice19"} */ k) => Number(((cpu.busy[k] - cpu.idle[k]) / Math.max(1, statsRequests)).toFixed(2));
     const cpuPerRequest = cpuKnown ? { main: perRequest("main"), nice0: perRequest("nice0"), niceOther: perRequest("niceOther"), nice19: perRequest("nice19") } : null;
-    const result = { records, generateSeconds: gen.seconds, dbBytes, routes, dns: { idle: calmest(lat.idle), busy: calmest(lat.busy), statsRequests, rounds: lat, cpuPerRequest } };
+    log(`  recorder-stats records dropped by the writer: ${dropped.idle} in the idle-API rounds, ${dropped.busy} in the rounds with stats`);
+    const result = { records, generateSeconds: gen.seconds, dbBytes, routes, dns: { idle: calmest(lat.idle), busy: calmest(lat.busy), statsRequests, rounds: lat, cpuPerRequest, dropped } };
     for (const line of recorderStatsSummary(result)) log(`  ${line}`);
     return result;
   } finally {

@@ -80,7 +80,7 @@ import { readFile, writeFile } from "node:fs/promises";
  * @property {number} generateSeconds  writing them through the writer thread
  * @property {number} dbBytes
  * @property {RouteTiming[]} routes
- * @property {{ idle: Latency | null, busy: Latency | null, statsRequests: number, rounds?: { idle: Latency[], busy: Latency[] }, cpuPerRequest?: CpuPerRequest | null }} dns
+ * @property {{ idle: Latency | null, busy: Latency | null, statsRequests: number, rounds?: { idle: Latency[], busy: Latency[] }, cpuPerRequest?: CpuPerRequest | null, dropped?: { idle: number, busy: number } }} dns
  *   20 000 QPS without and with stats requests running (lower p99 of the rounds; every round in `rounds`)
  */
 

@@ -1,7 +1,7 @@
 // The recorder's reader pool as the actor's admission sees it: closing it is what the guard
 // recorderReadersOpen reads (no read is admitted after), and a read admitted just before it closed
 // fails with a failure code, not a refusal. A read runs in a reader process entirely at nice 19 under
-// SCHED_IDLE.
+// SCHED_IDLE, and a read whose process gets no CPU that way runs again in one at nice 19.
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -61,3 +61,33 @@ test("a read runs in a reader process whose every thread (V8's collector and com
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a read whose SCHED_IDLE process waits runnable for its whole window runs again in a process at nice 19, and is answered", async () => {
+  const dir = tempDir("sluice-readers-");
+  const path = join(dir, "empty.db");
+  new Database(path).close();
+  const before = new Set(children());
+  // Every look finds the process waited runnable for all of the window since the last: starved. (The
+  // first read waits at least the process's start-up, several windows.)
+  const pool = new ReaderPool({ role: "query-recorder-reader", path, postgres: null, cacheMb: 1 }, { windowMs: 20, runnableWaitMs: () => performance.now() });
+  try {
+    expect(pool.idlePolicy).toBe(true);
+    const err = await pool.read({ op: "record", id: 1 }).catch((e: unknown) => e);
+    // Answered by the reader that replaced the starved one.
+    expect((err as RouteError).message).toBe("the recorder's database has no records table yet");
+    expect(pool.idlePolicy).toBe(false);
+    const readers = () => children().filter((pid) => !before.has(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("reader-worker.js"));
+    await until(() => readers().length === 1);
+    const threads = threadPriorities(readers()[0]);
+    expect(new Set(threads.map((t) => t.nice))).toEqual(new Set([READER_NICE]));
+    expect(threads.some((t) => t.policy === SCHED_IDLE)).toBe(false);
+  } finally {
+    await pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+async function until(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(ok()).toBe(true);
+}

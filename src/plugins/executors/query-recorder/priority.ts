@@ -2,16 +2,22 @@
 // thread, and a thread starts with those of the thread that starts it; V8's helper threads (garbage
 // collection, compilers) are started before any of our code runs, so a process changes them one by one.
 //
-// Where it can, each of them runs under SCHED_IDLE: when DNS's thread wakes (a packet came) on a core
-// where one of them runs, the kernel switches to DNS at once. At nice 10 or 19 it let the running
-// thread finish its turn, up to a scheduler tick later (4 ms with HZ=250): measured on a core shared with
-// the writer at 20 000 QPS, DNS's p99 was 2.2–3.1 ms at nice 10, 1.5–2.3 ms at nice 19 and 0.87–1.06 ms
-// under SCHED_IDLE, against 0.39–0.60 ms without a recorder (docs/operations.md, "Reads").
-// A thread may move itself (and its own process's threads) to SCHED_IDLE without privilege; Node has no
+// The writer thread runs under SCHED_IDLE where it can: when DNS's thread wakes (a packet came) on a core
+// where the writer runs, the kernel switches to DNS at once. At nice 10 or 19 it let the writer finish its
+// turn, up to a scheduler tick later (4 ms with HZ=250): measured on a core shared with the writer at
+// 20 000 QPS, DNS's p99 was 2.2–3.3 ms at nice 10, 1.5–2.3 ms at nice 19 and 0.80–1.22 ms under
+// SCHED_IDLE, against 0.39–0.60 ms without a recorder (docs/operations.md, "Priorities"). Under a load
+// that leaves it no CPU the writer drops records (counted); that is what it is for.
+// The reader processes run under SCHED_IDLE too (nice 19 below it), so that the writer and the reads
+// share what DNS leaves as equals; readers at nice 19 over an idle writer starved it (the bench: 132 432
+// records dropped during statistics back to back, against 39 355). A SCHED_IDLE thread gets nothing while
+// anything else of its scheduling group (Sluice's session) wants the core, so a reader that waits that
+// way is replaced by one at nice 19 (readers.ts).
+// A thread may move itself (and its process's threads) to SCHED_IDLE without privilege; Node has no
 // call for it, so util-linux's `chrt` does it. Where `chrt` is missing or refused, the nice value stays.
 
 import { execFileSync } from "node:child_process";
-import { readdirSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 
 /** The kernel ids of this process's threads (Linux); elsewhere only the process's own id. */
@@ -62,5 +68,14 @@ export function idlePolicy(tid: number, wholeProcess: boolean): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Milliseconds process `pid`'s main thread has spent runnable but not running (/proc/<pid>/schedstat), or null. */
+export function runnableWaitMs(pid: number): number | null {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6;
+  } catch {
+    return null;
   }
 }

@@ -61,8 +61,8 @@ export interface ReaderJob {
   request: ReadRequest;
 }
 
-/** To a reader process: its data first, then jobs. */
-export type ReaderMessage = { t: "open"; data: ReaderData } | ({ t: "read" } & ReaderJob);
+/** To a reader process: its data first (and whether it runs under SCHED_IDLE: readers.ts), then jobs. */
+export type ReaderMessage = { t: "open"; data: ReaderData; idle: boolean } | ({ t: "read" } & ReaderJob);
 
 /** From a reader: the response body as JSON text, or an error with its API code. */
 export type ReaderReply = { id: number; ok: true; json: string } | { id: number; ok: false; code: string; message: string };

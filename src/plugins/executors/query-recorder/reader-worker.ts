@@ -4,8 +4,8 @@
 // transaction), so a page or a statistic never mixes two states of the database. With a
 // PostgreSQL store the connection is PostgreSQL's (pg-reads.ts), opened again after a failure.
 //
-// A process, not a thread: every thread of it runs at nice 19 under SCHED_IDLE (priority.ts), V8's
-// garbage-collection and compiler helpers included. A reader thread's allocations were collected by
+// A process, not a thread: every thread of it runs at nice 19, and under SCHED_IDLE unless the pool
+// says otherwise (readers.ts), V8's garbage-collection and compiler helpers included. A reader thread's allocations were collected by
 // the DNS process's shared helper threads at nice 0, which took the core from DNS at equal weight
 // (docs/operations.md, "Reads").
 
@@ -25,7 +25,6 @@ if (!process.send) throw new Error("reader-worker.js runs as a query recorder's 
 const send = process.send.bind(process) as (m: ReaderReply) => boolean;
 
 lowerEveryThread(READER_NICE);
-idlePolicy(process.pid, true);
 // The recorder is gone (its process ended or closed the channel): nothing is left to answer.
 process.on("disconnect", () => process.exit(0));
 
@@ -106,6 +105,7 @@ let read: ((req: ReadRequest) => Promise<string>) | null = null;
 
 process.on("message", (m: ReaderMessage) => {
   if (m.t === "open") {
+    if (m.idle) idlePolicy(process.pid, true);
     read = reader(m.data);
     return;
   }

@@ -1,8 +1,11 @@
 // Reader processes for the API: at most MAX_READERS, each with one request at a time, started when
 // needed and stopped when idle. A read that runs past READ_TIMEOUT_MS ends its process. They are
-// processes so that all of a read's work, V8's collection of its garbage included, runs below DNS
-// (SCHED_IDLE, else nice 19: reader-worker.ts, priority.ts); they share Sluice's session, so its
-// scheduler autogroup, where that ranks them below DNS.
+// processes so that all of a read's work, V8's collection of its garbage included, runs below DNS: at
+// nice 19 and under SCHED_IDLE (priority.ts). They share Sluice's session, so its scheduler autogroup.
+// A SCHED_IDLE reader gets no CPU while anything else of that group wants it (other busy programs
+// started from Sluice's shell, or DNS flooded): a read whose process waited runnable for nearly all of
+// STARVED_WINDOW_MS is taken back, its process stopped, and the read run again in a process at nice 19;
+// new processes start at nice 19 until the pool has been empty (IDLE_MS without reads).
 // How many wait is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while the pool is open
 // (guard recorderReadersOpen) and fewer than MAX_WAITING wait (recorderReadersFree), else 503
 // query_recorder_unavailable. An admitted read that cannot be completed (its process failed, it ran
@@ -12,6 +15,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
+import { runnableWaitMs } from "./priority.js";
 import { workerFile, type ReaderData, type ReaderMessage, type ReaderReply } from "./protocol.js";
 
 /** Two: a dashboard's burst of stats requests overlaps, and DNS keeps a core on a 2-core host. */
@@ -19,6 +23,17 @@ export const MAX_READERS = 2;
 export const MAX_WAITING = 32;
 export const READ_TIMEOUT_MS = 30_000;
 const IDLE_MS = 60_000;
+/** A SCHED_IDLE reader that waited runnable for STARVED_SHARE of this window is starved. */
+const STARVED_WINDOW_MS = 2000;
+const STARVED_SHARE = 0.95;
+
+/** How the pool tells a starved reader: the window, and the runnable wait of a process (ms, or null). Injected by tests. */
+export interface StarvationWatch {
+  windowMs: number;
+  runnableWaitMs(pid: number): number | null;
+}
+
+const LINUX_WATCH: StarvationWatch | null = process.platform === "linux" ? { windowMs: STARVED_WINDOW_MS, runnableWaitMs } : null;
 
 interface Job {
   request: ReadRequest;
@@ -29,17 +44,25 @@ interface Job {
 class Reader {
   readonly child: ChildProcess;
   job: (Job & { timer: NodeJS.Timeout }) | null = null;
+  /** The read as the pool queued it, to run again elsewhere if this process starves. */
+  queued: Job | null = null;
   idle: NodeJS.Timeout | null = null;
+  /** While a read runs under SCHED_IDLE: looks for starvation each window. */
+  private watch: NodeJS.Timeout | null = null;
   private nextId = 0;
   gone = false;
   readonly exited: Promise<void>;
 
-  constructor(data: ReaderData, onGone: (r: Reader) => void) {
+  constructor(
+    data: ReaderData,
+    onGone: (r: Reader) => void,
+    private readonly starvation: { watch: StarvationWatch; onStarved: (r: Reader) => void } | null,
+  ) {
     // No inherited flags (a test runner's loaders); stderr shared, as a thread's was.
     this.child = fork(workerFile("reader-worker"), [], { execArgv: [], serialization: "advanced", stdio: ["ignore", "ignore", "inherit", "ipc"] });
     this.child.unref();
     this.child.channel?.unref();
-    this.post({ t: "open", data });
+    this.post({ t: "open", data, idle: starvation !== null });
     this.child.on("message", (m: ReaderReply) => {
       const job = this.take();
       if (!job) return;
@@ -75,11 +98,35 @@ class Reader {
   private take(): Job | null {
     const job = this.job;
     if (job) clearTimeout(job.timer);
+    if (this.watch) clearInterval(this.watch);
+    this.watch = null;
     this.job = null;
+    this.queued = null;
     return job;
   }
 
-  run(job: Job): void {
+  /** The read it was running, as queued, without answering it; the process is stopped. */
+  abandon(): Job | null {
+    const queued = this.queued;
+    this.take();
+    this.stop();
+    return queued;
+  }
+
+  private watchStarvation(): void {
+    const s = this.starvation;
+    const pid = this.child.pid;
+    if (s === null || pid === undefined) return;
+    let last = s.watch.runnableWaitMs(pid);
+    this.watch = setInterval(() => {
+      const now = s.watch.runnableWaitMs(pid);
+      if (last !== null && now !== null && now - last >= s.watch.windowMs * STARVED_SHARE) s.onStarved(this);
+      last = now;
+    }, s.watch.windowMs);
+    this.watch.unref();
+  }
+
+  run(job: Job, queued: Job): void {
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
     const timer = setTimeout(() => {
@@ -87,6 +134,8 @@ class Reader {
       this.stop();
     }, READ_TIMEOUT_MS);
     this.job = { ...job, timer };
+    this.queued = queued;
+    this.watchStarvation();
     this.post({ t: "read", id: ++this.nextId, request: job.request });
   }
 }
@@ -97,7 +146,31 @@ export class ReaderPool {
   /** Updated as reads queue and start and when the pool closes; read by the actor's admission guards. */
   readonly load: ReaderLoad = { open: true, waiting: 0, limit: MAX_WAITING };
 
-  constructor(private readonly data: ReaderData) {}
+  /** New processes run under SCHED_IDLE while this holds a watch; null after a starvation, until the pool is empty. */
+  private idleWatch: StarvationWatch | null;
+
+  constructor(
+    private readonly data: ReaderData,
+    private readonly watch: StarvationWatch | null = LINUX_WATCH,
+  ) {
+    this.idleWatch = watch;
+  }
+
+  /** Whether new reader processes run under SCHED_IDLE (false after a starvation, until the pool is empty). */
+  get idlePolicy(): boolean {
+    return this.idleWatch !== null;
+  }
+
+  /** A read that got no CPU under SCHED_IDLE: it runs again first, in a process at nice 19. */
+  private starved(r: Reader): void {
+    this.idleWatch = null;
+    // Out of the pool now: its exit comes later, and its slot goes to the replacement.
+    this.readers = this.readers.filter((x) => x !== r);
+    const job = r.abandon();
+    if (job) this.waiting.unshift(job);
+    this.load.waiting = this.waiting.length;
+    this.dispatch();
+  }
 
   /** The response body (JSON text) for `request` (admitted by the actor); rejects with a RouteError. */
   read(request: ReadRequest): Promise<string> {
@@ -114,27 +187,37 @@ export class ReaderPool {
     while (this.waiting.length > 0) {
       let reader = this.readers.find((r) => r.job === null && !r.gone);
       if (!reader && this.readers.length < MAX_READERS) {
-        reader = new Reader(this.data, (r) => {
-          this.readers = this.readers.filter((x) => x !== r);
-          this.dispatch();
-        });
+        const w = this.idleWatch;
+        reader = new Reader(
+          this.data,
+          (r) => {
+            this.readers = this.readers.filter((x) => x !== r);
+            // The pool emptied (its readers idle): the next ones try SCHED_IDLE again.
+            if (this.readers.length === 0 && this.waiting.length === 0) this.idleWatch = this.watch;
+            this.dispatch();
+          },
+          w === null ? null : { watch: w, onStarved: (r) => this.starved(r) },
+        );
         this.readers.push(reader);
       }
       if (!reader) return;
       const job = this.waiting.shift() as Job;
       this.load.waiting = this.waiting.length;
       const r = reader;
-      r.run({
-        request: job.request,
-        resolve: (json) => {
-          job.resolve(json);
-          this.finished(r);
+      r.run(
+        {
+          request: job.request,
+          resolve: (json) => {
+            job.resolve(json);
+            this.finished(r);
+          },
+          reject: (err) => {
+            job.reject(err);
+            this.finished(r);
+          },
         },
-        reject: (err) => {
-          job.reject(err);
-          this.finished(r);
-        },
-      });
+        job,
+      );
     }
   }
 
