@@ -69,7 +69,7 @@ test("a read whose SCHED_IDLE process waits runnable for its whole window runs a
   const before = new Set(children());
   // Every look finds the process waited runnable for all of the window since the last: starved. (The
   // first read waits at least the process's start-up, several windows.)
-  const pool = new ReaderPool({ role: "query-recorder-reader", path, postgres: null, cacheMb: 1 }, { windowMs: 20, runnableWaitMs: () => performance.now() });
+  const pool = new ReaderPool({ role: "query-recorder-reader", path, postgres: null, cacheMb: 1 }, { windowMs: 20, runnableWaitMs: () => performance.now(), dnsRunMs: () => 0 });
   try {
     expect(pool.idlePolicy).toBe(true);
     const err = await pool.read({ op: "record", id: 1 }).catch((e: unknown) => e);

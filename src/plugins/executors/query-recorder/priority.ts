@@ -11,12 +11,13 @@
 // The reader processes run under SCHED_IDLE too (nice 19 below it), so that the writer and the reads
 // share what DNS leaves as equals; readers at nice 19 over an idle writer starved it (the bench: 132 432
 // records dropped during statistics back to back, against 39 355). A SCHED_IDLE thread gets nothing while
-// anything else of its scheduling group (Sluice's session) wants the core, so a reader that waits that
-// way is replaced by one at nice 19 (readers.ts).
+// anything else of its scheduling group (Sluice's session) wants the core, so a reader or writer that
+// waits that way while DNS leaves the core to others moves up: a reader is replaced by one at nice 19
+// (readers.ts), the writer returns to the normal policy at nice 10 (writer-link.ts, starvedSince).
 // A thread may move itself (and its process's threads) to SCHED_IDLE without privilege; Node has no
 // call for it, so util-linux's `chrt` does it. Where `chrt` is missing or refused, the nice value stays.
 
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 
@@ -71,11 +72,50 @@ export function idlePolicy(tid: number, wholeProcess: boolean): boolean {
   }
 }
 
-/** Milliseconds process `pid`'s main thread has spent runnable but not running (/proc/<pid>/schedstat), or null. */
-export function runnableWaitMs(pid: number): number | null {
+/** Field `i` of /proc/<tid>/schedstat in milliseconds (0: time run, 1: time runnable and not run), or null. */
+function schedstatMs(tid: number, i: 0 | 1): number | null {
   try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6;
+    return Number(readFileSync(`/proc/${tid}/schedstat`, "utf8").split(" ")[i]) / 1e6;
   } catch {
     return null;
   }
+}
+
+/**
+ * How a SCHED_IDLE thread is seen to starve, in milliseconds (or null): how long thread `tid` waited
+ * runnable, and how long this process's main thread (DNS) ran. Injected by tests.
+ */
+export interface StarvationWatch {
+  windowMs: number;
+  runnableWaitMs(tid: number): number | null;
+  dnsRunMs(): number | null;
+}
+
+export const LINUX_WATCH: StarvationWatch | null =
+  process.platform === "linux" ? { windowMs: 2000, runnableWaitMs: (tid) => schedstatMs(tid, 1), dnsRunMs: () => schedstatMs(process.pid, 0) } : null;
+
+/**
+ * Calls `starved` at the end of a window in which thread `tid` waited runnable for 95 % of it while
+ * DNS ran less than half of it: other programs took the core, not DNS (under a flood the recorder is
+ * meant to wait). Clear the returned timer to stop.
+ */
+export function starvedSince(watch: StarvationWatch, tid: number, starved: () => void): NodeJS.Timeout {
+  let waited = watch.runnableWaitMs(tid);
+  let dns = watch.dnsRunMs();
+  const timer = setInterval(() => {
+    const w = watch.runnableWaitMs(tid);
+    const d = watch.dnsRunMs();
+    if (waited !== null && w !== null && dns !== null && d !== null && w - waited >= watch.windowMs * 0.95 && d - dns < watch.windowMs / 2) starved();
+    waited = w;
+    dns = d;
+  }, watch.windowMs);
+  timer.unref();
+  return timer;
+}
+
+/** Moves thread `tid` from SCHED_IDLE back to the normal policy (keeping its nice value); rejects when refused. */
+export function normalPolicy(tid: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile("chrt", ["--other", "--pid", "0", String(tid)], { timeout: 5000 }, (err, _out, stderr) => (err ? reject(new Error(stderr.trim() || err.message)) : resolve()));
+  });
 }

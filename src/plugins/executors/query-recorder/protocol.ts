@@ -26,7 +26,8 @@ export type WriterRequest =
 
 /** From the writer. */
 export type WriterReply =
-  | { t: "ready"; records: number; dbBytes: number }
+  /** `idleThread`: the writer's kernel thread id when it runs under SCHED_IDLE (priority.ts), else null. */
+  | { t: "ready"; records: number; dbBytes: number; idleThread: number | null }
   | { t: "done"; id: number; ok: true; value: number; records: number }
   | { t: "done"; id: number; ok: false; message: string; records: number }
   | { t: "replay"; client: number; frames: string[] }

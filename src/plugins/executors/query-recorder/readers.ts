@@ -4,8 +4,9 @@
 // nice 19 and under SCHED_IDLE (priority.ts). They share Sluice's session, so its scheduler autogroup.
 // A SCHED_IDLE reader gets no CPU while anything else of that group wants it (other busy programs
 // started from Sluice's shell, or DNS flooded): a read whose process waited runnable for nearly all of
-// STARVED_WINDOW_MS is taken back, its process stopped, and the read run again in a process at nice 19;
-// new processes start at nice 19 until the pool has been empty (IDLE_MS without reads).
+// 2 s while DNS did not keep the core (priority.ts) is taken back, its process stopped, and the read run
+// again in a process at nice 19; new processes start at nice 19 until the pool has been empty (IDLE_MS
+// without reads).
 // How many wait is kept in `load`, a plain cell: the recorder:<tag> actor admits a read only while the pool is open
 // (guard recorderReadersOpen) and fewer than MAX_WAITING wait (recorderReadersFree), else 503
 // query_recorder_unavailable. An admitted read that cannot be completed (its process failed, it ran
@@ -15,7 +16,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import type { ReaderLoad } from "../../../../machines/recorder.machine.js";
 import { RouteError } from "../../../registry/control.js";
 import type { ReadRequest } from "./filters.js";
-import { runnableWaitMs } from "./priority.js";
+import { LINUX_WATCH, starvedSince, type StarvationWatch } from "./priority.js";
 import { workerFile, type ReaderData, type ReaderMessage, type ReaderReply } from "./protocol.js";
 
 /** Two: a dashboard's burst of stats requests overlaps, and DNS keeps a core on a 2-core host. */
@@ -23,17 +24,6 @@ export const MAX_READERS = 2;
 export const MAX_WAITING = 32;
 export const READ_TIMEOUT_MS = 30_000;
 const IDLE_MS = 60_000;
-/** A SCHED_IDLE reader that waited runnable for STARVED_SHARE of this window is starved. */
-const STARVED_WINDOW_MS = 2000;
-const STARVED_SHARE = 0.95;
-
-/** How the pool tells a starved reader: the window, and the runnable wait of a process (ms, or null). Injected by tests. */
-export interface StarvationWatch {
-  windowMs: number;
-  runnableWaitMs(pid: number): number | null;
-}
-
-const LINUX_WATCH: StarvationWatch | null = process.platform === "linux" ? { windowMs: STARVED_WINDOW_MS, runnableWaitMs } : null;
 
 interface Job {
   request: ReadRequest;
@@ -117,13 +107,7 @@ class Reader {
     const s = this.starvation;
     const pid = this.child.pid;
     if (s === null || pid === undefined) return;
-    let last = s.watch.runnableWaitMs(pid);
-    this.watch = setInterval(() => {
-      const now = s.watch.runnableWaitMs(pid);
-      if (last !== null && now !== null && now - last >= s.watch.windowMs * STARVED_SHARE) s.onStarved(this);
-      last = now;
-    }, s.watch.windowMs);
-    this.watch.unref();
+    this.watch = starvedSince(s.watch, pid, () => s.onStarved(this));
   }
 
   run(job: Job, queued: Job): void {

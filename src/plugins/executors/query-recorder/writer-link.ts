@@ -3,6 +3,7 @@
 // progress.ts) and learn when it answers or ends.
 
 import { Worker } from "node:worker_threads";
+import { LINUX_WATCH, normalPolicy, starvedSince, type StarvationWatch } from "./priority.js";
 import { WriterProgress } from "./progress.js";
 import { workerFile, type WriterData, type WriterReply, type WriterRequest, type WriterThreadData } from "./protocol.js";
 
@@ -32,7 +33,11 @@ export class WriterLink {
   /** What the thread has committed; still readable once it has ended. */
   readonly progress = new WriterProgress();
 
-  constructor(data: WriterData, handlers: WriterHandlers) {
+  /** While the thread runs under SCHED_IDLE: looks for starvation (priority.ts). */
+  private watch: NodeJS.Timeout | null = null;
+
+  /** `watch`: how a starved SCHED_IDLE writer is told (injected by tests); starved, it moves to the normal policy at nice 10. */
+  constructor(data: WriterData, handlers: WriterHandlers, watch: StarvationWatch | null = LINUX_WATCH) {
     const threadData: WriterThreadData = { ...data, progress: this.progress.buffer };
     this.worker = new Worker(workerFile("writer-worker"), { workerData: threadData, stdout: false, stderr: false });
     let failStart: (e: Error) => void = () => undefined;
@@ -44,6 +49,8 @@ export class WriterLink {
         if (m.t !== "ready") return;
         this.worker.off("message", onReady);
         this.isReady = true;
+        const tid = m.idleThread;
+        if (tid !== null && watch !== null) this.watch = starvedSince(watch, tid, () => this.starved(tid, handlers));
         resolve({ records: m.records, dbBytes: m.dbBytes });
       };
       this.worker.on("message", onReady);
@@ -75,6 +82,7 @@ export class WriterLink {
     this.exited = new Promise((resolve) => {
       this.worker.once("exit", (code) => {
         this.gone = true;
+        this.stopWatch();
         const err = this.closing && code === 0 ? null : (lastError ?? new Error(`the writer thread exited with code ${code}`));
         for (const p of this.pending.values()) p.reject(err ?? new Error("the writer was closed"));
         this.pending.clear();
@@ -83,6 +91,24 @@ export class WriterLink {
         resolve();
       });
     });
+  }
+
+  /**
+   * The writer got no CPU under SCHED_IDLE: busy programs of Sluice's scheduling group, or DNS using every
+   * core. It goes back to the normal policy (at its nice 10), once; unprivileged that needs an RLIMIT_NICE
+   * of 10 (the Debian unit's LimitNICE=+10), else it stays and the log says so.
+   */
+  private starved(tid: number, handlers: WriterHandlers): void {
+    this.stopWatch();
+    normalPolicy(tid).then(
+      () => handlers.log({ t: "log", level: "warn", msg: "query recorder writer got no CPU under SCHED_IDLE; it runs at nice 10 from now on", err: "" }),
+      (err: unknown) => handlers.log({ t: "log", level: "warn", msg: "query recorder writer gets no CPU under SCHED_IDLE and could not leave it (RLIMIT_NICE); records are dropped while it starves", err: err instanceof Error ? err.message : String(err) }),
+    );
+  }
+
+  private stopWatch(): void {
+    if (this.watch) clearInterval(this.watch);
+    this.watch = null;
   }
 
   post(m: WriterRequest, transfer: ArrayBuffer[] = []): void {

@@ -44,7 +44,7 @@ try {
 }
 // Below that, where Linux allows it: DNS's thread takes the core from the writer as soon as it wakes.
 const ownTid = ownThreadId();
-if (ownTid !== null) idlePolicy(ownTid, false);
+const idleThread = ownTid !== null && idlePolicy(ownTid, false) ? ownTid : null;
 
 const post = (m: WriterReply): void => port.postMessage(m);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -282,7 +282,7 @@ async function start(): Promise<void> {
   }
   const size = dbBytes();
   progress.stored(records(), size);
-  post({ t: "ready", records: records(), dbBytes: size });
+  post({ t: "ready", records: records(), dbBytes: size, idleThread });
   sizeAt = Date.now();
 }
 
