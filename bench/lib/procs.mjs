@@ -1,6 +1,6 @@
 // @ts-check
-// Every process the harness starts, tracked by PID so each is stopped at the end (SIGTERM, then
-// SIGKILL after 2 s), on error, and when the harness itself is interrupted.
+// Every process the harness starts, each in its own session, tracked by PID so each is stopped at the
+// end (SIGTERM, then SIGKILL after 2 s), on error, and when the harness itself is interrupted.
 import { spawn } from "node:child_process";
 import dgram from "node:dgram";
 import net from "node:net";
@@ -30,7 +30,10 @@ const running = new Map();
 export function start(name, cmd, args, opts = {}) {
   const [file, argv] = opts.cpus ? ["taskset", ["-c", opts.cpus, cmd, ...args]] : [cmd, args];
   const stdout = opts.stdoutFd ?? "pipe";
-  const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", stdout, "pipe"], ...(opts.user ?? {}) });
+  // Each in a session of its own, as services are: Linux schedules a session's processes as one group
+  // (autogroup), so a server keeps its share of its core against the others started here, as it would
+  // against other services (Sluice's recorder runs under SCHED_IDLE within Sluice's group).
+  const child = spawn(file, argv, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", stdout, "pipe"], detached: true, ...(opts.user ?? {}) });
   if (child.pid === undefined) throw new Error(`${name}: could not start ${cmd}`);
   let tail = "";
   /** @param {Buffer} chunk */
