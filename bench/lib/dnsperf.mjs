@@ -171,3 +171,13 @@ export function latencySummary(seconds, lost) {
     samples: sorted.length,
   };
 }
+
+/**
+ * p99 (ms) of the answers after the first `skipMs` of a round at `qps`: dnsperf prints answers as they come, so
+ * their order is the order in time. Lost queries count as the slowest, as in latencySummary.
+ * @param {Float64Array} seconds @param {number} lost @param {number} qps @param {number} skipMs
+ */
+export function laterP99(seconds, lost, qps, skipMs) {
+  const skip = Math.min(seconds.length, Math.round((qps * skipMs) / 1000));
+  return latencySummary(seconds.subarray(skip), lost).p99Ms;
+}

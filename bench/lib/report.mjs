@@ -6,6 +6,7 @@ import { readFile, writeFile } from "node:fs/promises";
  * @typedef {object} Latency
  * @property {number | null} avgMs
  * @property {number | null} p99Ms
+ * @property {number | null} [p99LaterMs]  p99 of the answers after the round's first 100 ms (each round starts from idle)
  * @property {number} qps       achieved rate (the target is 20 000)
  * @property {number} lost
  * @property {number} samples
@@ -365,6 +366,8 @@ export function tailLine(scenarios) {
   const p99 = (name) => s.servers[name]?.latency?.p99Ms ?? null;
   /** @param {string} name */
   const rounds = (name) => (s.servers[name]?.latencyRounds ?? []).map((l) => (l.p99Ms === null ? ">1% lost" : fmt(l.p99Ms, 3))).join(", ") || "—";
+  /** @param {string} name */
+  const later = (name) => (s.servers[name]?.latencyRounds ?? []).map((l) => (l.p99LaterMs === null || l.p99LaterMs === undefined ? "—" : fmt(l.p99LaterMs, 3))).join(", ") || "—";
   const mine = p99("sluice");
   const theirs = p99("unbound");
   const ratio = mine !== null && theirs !== null ? mine / theirs : null;
@@ -372,7 +375,8 @@ export function tailLine(scenarios) {
   return (
     `**cache-hot tail** at 20 000 QPS: Sluice p99 ${fmt(mine, 3)} ms ÷ unbound's ${fmt(theirs, 3)} ms = **${fmt(ratio, 2)} ×** ` +
     `(target ≤ 2 ×: ${verdict}); the ceiling's ${fmt(p99("ceiling"), 3)} ms. p99 of every round (ms): Sluice ${rounds("sluice")}; ` +
-    `unbound ${rounds("unbound")}; ceiling ${rounds("ceiling")}.`
+    `unbound ${rounds("unbound")}; ceiling ${rounds("ceiling")}. The same after each round's first 100 ms (a round starts ` +
+    `from idle): Sluice ${later("sluice")}; unbound ${later("unbound")}; ceiling ${later("ceiling")}.`
   );
 }
 
