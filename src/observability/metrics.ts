@@ -25,6 +25,12 @@ interface PromMetric {
   values: { value: number; labels: Record<string, string | number>; metricName?: string }[];
 }
 
+/** A data-plane worker's snapshot and its number (`worker:<n>` in /api/actors). */
+export interface WorkerMetrics {
+  worker: number;
+  snapshot: MetricsSnapshot;
+}
+
 export interface HistogramSnapshot {
   name: string;
   help: string;
@@ -201,11 +207,12 @@ export class MetricsHub {
   }
 
   /**
-   * The exposition of this process and `others` (the workers) as one: counters and histograms added,
-   * gauges added unless prom-client's own metric says otherwise (its cluster aggregation).
+   * The exposition of this process and the workers' as one: counters and histograms added, gauges
+   * added unless prom-client's own metric says otherwise (its cluster aggregation); plus, per worker,
+   * what it received and the CPU it spent, so an uneven spread (flow hashing) shows.
    */
-  async textWith(others: readonly MetricsSnapshot[]): Promise<string> {
-    const all = [await this.snapshot(), ...others];
+  async textWith(workers: readonly WorkerMetrics[]): Promise<string> {
+    const all = [await this.snapshot(), ...workers.map((w) => w.snapshot)];
     const merged = new Map<string, HistogramFamily>();
     for (const h of all.flatMap((a) => a.histograms)) {
       let fam = merged.get(h.name);
@@ -218,9 +225,29 @@ export class MetricsHub {
         into.count += s.count;
       }
     }
-    const prom = AggregatorRegistry.aggregate(all.map((a) => a.prom));
+    const prom = AggregatorRegistry.aggregate([...all.map((a) => a.prom), perWorker(workers)]);
     return render(await prom.metrics(), [...merged.values()]);
   }
+}
+
+/** Every value of the metric `name` in one process's prom-client JSON, added. */
+function total(prom: readonly PromMetric[], name: string): number {
+  return prom.find((m) => m.name === name)?.values.reduce((sum, v) => sum + v.value, 0) ?? 0;
+}
+
+/** `worker_request_total` and `worker_cpu_seconds_total`, one series per worker, from each one's own snapshot. */
+function perWorker(workers: readonly WorkerMetrics[]): PromMetric[] {
+  const counter = (name: string, help: string, of: (w: WorkerMetrics) => number): PromMetric => ({
+    name,
+    help,
+    type: "counter",
+    aggregator: "sum",
+    values: workers.map((w) => ({ value: of(w), labels: { worker: String(w.worker) } })),
+  });
+  return [
+    counter("worker_request_total", "DNS requests received by each data-plane worker", (w) => total(w.snapshot.prom, "server_request_total")),
+    counter("worker_cpu_seconds_total", "CPU time of each data-plane worker's process, seconds", (w) => total(w.snapshot.prom, "process_cpu_seconds_total")),
+  ];
 }
 
 function render(base: string, histograms: readonly HistogramFamily[]): string {

@@ -3,6 +3,7 @@
 // (the cluster module's round-robin), so ten fresh connections reach each worker five times; UDP
 // queries from many source ports spread over both readers of the shared socket.
 
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -127,6 +128,20 @@ test("both workers serve the shared listeners; health, actors and the servers' a
   expect(new Set(logs.map((l) => l.worker))).toEqual(new Set([1, 2]));
   expect(new Set(logs.map((l) => l.port))).toEqual(new Set([udp]));
   expect(await everyWorker("a.test")).toEqual(Array(20).fill(0));
+  // /api/metrics adds the workers' counts up, and says each worker's share (TCP connections are dealt in turn: both have some).
+  const text = await (await call("/api/metrics")).text();
+  const values = (name: string): number[] => text.split("\n").filter((l) => l.startsWith(name)).map((l) => Number(l.slice(l.lastIndexOf(" ") + 1)));
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+  const perWorker = [1, 2].map((n) => values(`worker_request_total{worker="${String(n)}"}`));
+  expect(perWorker.map((v) => v.length)).toEqual([1, 1]);
+  expect(perWorker.every(([v]) => v > 0)).toBe(true);
+  expect(sum(perWorker.flat())).toBe(sum(values("server_request_total{")));
+  expect(values('worker_cpu_seconds_total{worker="1"}')[0]).toBeGreaterThan(0);
+  expect(values('worker_cpu_seconds_total{worker="2"}')[0]).toBeGreaterThan(0);
+  // The summed exposition is as clean as one process's (promtool comes with the suite's Debian tools).
+  const lint = spawnSync(process.env.PROMTOOL ?? "promtool", ["check", "metrics"], { input: text, encoding: "utf8" });
+  expect(`${lint.stdout}${lint.stderr}`).toBe("");
+  expect(lint.status).toBe(0);
   // The workers' log lines are in the primary's log (GET /api/logs, the stream), each saying its worker.
   await until(async () => {
     const logs = (await (await call("/api/logs?limit=1000")).json()) as { entries: { message: string; fields: Record<string, unknown> }[] };

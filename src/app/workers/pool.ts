@@ -12,7 +12,7 @@ import { workerMachine, workerState, STOP_TIMEOUT_MS, type WorkerProcessCommand 
 import type { Bus } from "../../bus.js";
 import type { SharedChange } from "../../cluster/cluster.js";
 import type { Logger } from "../../observability/logger.js";
-import type { MetricsSnapshot } from "../../observability/metrics.js";
+import type { MetricsSnapshot, WorkerMetrics } from "../../observability/metrics.js";
 import { ANSWER, ChannelHandlers, isChannelMessage, type ChannelMessage, type ProcessRole, type ServerAddress, type WorkerAnswer, type WorkersStatus } from "../../registry/process-role.js";
 import { LOGS_MESSAGE } from "./log-forward.js";
 import { isReady, WORKER_ENV, type WorkerStart } from "./protocol.js";
@@ -166,8 +166,8 @@ export class WorkerPool {
   }
 
   /** Each serving worker's metrics (one that does not answer in time is left out). */
-  async metrics(): Promise<MetricsSnapshot[]> {
-    return (await this.askWorkers({ t: "metrics?", key: "" }, METRICS_TIMEOUT_MS)).map((a) => a.answer.snapshot as MetricsSnapshot);
+  async metrics(): Promise<WorkerMetrics[]> {
+    return (await this.askWorkers({ t: "metrics?", key: "" }, METRICS_TIMEOUT_MS)).map((a) => ({ worker: a.worker, snapshot: a.answer.snapshot as MetricsSnapshot }));
   }
 
   /** ProcessRole's askWorkers: each serving worker is asked under an id of its own. */
