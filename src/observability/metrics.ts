@@ -4,8 +4,9 @@
 // our own typed-array series (./histogram.ts), appended to prom-client's exposition. Every name
 // passes `promtool check metrics` (test/integration/metrics-promtool.test.ts).
 
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
+import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
 import { HistogramFamily, type HistogramSeries } from "./histogram.js";
+import { collectProcessMetrics } from "./process-metrics.js";
 
 /**
  * One process's metrics as they travel to the primary of several (src/app/workers/): prom-client's
@@ -74,7 +75,8 @@ export class MetricsHub {
     if (options.processMetrics !== false) {
       // The event loop delay histogram samples every 100 ms, not prom-client's 10: its timer alone woke an idle
       // Sluice 100 times a second (~1 % of a core), and 10 samples a second still fill its percentiles.
-      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+      // prom-client's defaults but its GC histogram (./process-metrics.ts says why).
+      collectProcessMetrics(this.registry, EVENT_LOOP_SAMPLE_MS);
       for (const name of GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(name);
     }
   }
